@@ -1,0 +1,3 @@
+from flopkb.cli import main
+
+main()

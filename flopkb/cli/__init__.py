@@ -1,0 +1,57 @@
+"""The `flopkb` command line: one Typer app, one module per command group, no logic here."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from flopkb.cli import claims, extract, graph, hw, schema, validate, verify
+from flopkb.cli.common import CliState, err_console
+
+app = typer.Typer(
+    name="flopkb",
+    help="How model and operator classes turn FLOPs into time on accelerators: a checked KB.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    kb: Annotated[
+        Path | None,
+        typer.Option("--kb", help="KB root (a folder with records/); default ./records, else bundled"),
+    ] = None,
+    debug: Annotated[bool, typer.Option("--debug", help="show tracebacks of unexpected errors")] = False,
+) -> None:
+    ctx.obj = CliState(kb=kb, debug=debug)
+
+
+app.command("validate")(validate.validate)
+app.command("claims")(claims.claims)
+app.command("extract")(extract.extract)
+app.command("verify")(verify.verify)
+app.add_typer(schema.app, name="schema")
+app.add_typer(hw.app, name="hw")
+app.add_typer(graph.app, name="graph")
+
+
+def main() -> None:
+    """Console entry point: unexpected errors become one line (exit 2); `--debug` shows the traceback."""
+    try:
+        app(standalone_mode=True)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        err_console.print("flopkb: interrupted", markup=False)
+        sys.exit(130)
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: never a traceback by default
+        if "--debug" in sys.argv:
+            raise
+        err_console.print(f"flopkb: error: {type(exc).__name__}: {exc}", markup=False, highlight=False)
+        sys.exit(2)

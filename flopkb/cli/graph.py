@@ -1,0 +1,7 @@
+"""`flopkb graph` (under construction by its owner this session)."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(help="graph commands", no_args_is_help=True)

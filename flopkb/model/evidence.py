@@ -1,0 +1,52 @@
+"""Evidence: one measurement of one claim on one machine, written by `flopkb verify`."""
+
+from __future__ import annotations
+
+import datetime as dt
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import Field
+
+from flopkb.model.base import Kind, NonEmpty, RecordBase, RecordId, Strict
+
+
+class Verdict(str, Enum):
+    confirmed = "confirmed"
+    refuted = "refuted"
+    inconclusive = "inconclusive"
+    not_applicable = "not-applicable"
+    error = "error"
+    not_run = "not-run"
+
+
+class Measured(Strict):
+    """The measured quantity with its uncertainty interval."""
+
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+    unit: str
+
+
+class EvidenceRecord(RecordBase):
+    kind: Literal[Kind.evidence]
+    claim: str | None = Field(
+        default=None,
+        pattern=r"^[a-z0-9][a-z0-9_-]*/[a-z0-9][a-z0-9-]*$",
+        description="<record>/<row>; empty for a calibration of the accelerator's ceilings",
+    )
+    experiment: RecordId
+    accelerator: RecordId | None = Field(description="accelerator record the GPU matched, if any")
+    implementation: NonEmpty = Field(description="bundled, or the peer library that ran")
+    kernel_hashes: dict[str, str] = Field(description="kernel source path -> sha256")
+    machine: dict[str, Any]
+    conditions: dict[str, Any] = Field(default_factory=dict)
+    statistics: dict[str, Any] = Field(default_factory=dict, description="raw timing statistics")
+    measured: Measured | None = None
+    expected: dict[str, Any] | None = None
+    verdict: Verdict
+    reason: str | None = None
+    command: NonEmpty
+    timestamp: dt.datetime
+    artifacts: list[str] = Field(default_factory=list, description="plots beside this file")

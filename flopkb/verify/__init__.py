@@ -1,0 +1,1 @@
+"""Verification: experiments that run the bundled kernels, timing, verdicts and evidence."""

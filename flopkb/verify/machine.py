@@ -1,0 +1,52 @@
+"""The machine fingerprint stored with every measurement (evidence and bench results)."""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+from typing import Any
+
+
+def _nvidia_smi(query: str) -> str | None:
+    try:
+        done = subprocess.run(
+            ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits"],
+            capture_output=True, text=True, timeout=10, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip().splitlines()[0] if done.returncode == 0 and done.stdout.strip() else None
+
+
+def fingerprint() -> dict[str, Any]:
+    """GPU name, SM count, memory, driver, CUDA, torch, triton, python and clocks where readable.
+
+    Returns `{"gpu": None, ...}` on a machine without CUDA; never raises for a missing tool.
+    """
+    info: dict[str, Any] = {"python": platform.python_version(), "platform": platform.platform()}
+    try:
+        import torch
+    except ImportError:
+        return info | {"gpu": None, "torch": None}
+    info["torch"] = torch.__version__
+    try:
+        import triton
+
+        info["triton"] = triton.__version__
+    except ImportError:
+        info["triton"] = None
+    if not torch.cuda.is_available():
+        return info | {"gpu": None}
+    props = torch.cuda.get_device_properties(0)
+    info |= {
+        "gpu": props.name,
+        "gpu_count": torch.cuda.device_count(),
+        "sm_count": props.multi_processor_count,
+        "memory_bytes": props.total_memory,
+        "compute_capability": f"{props.major}.{props.minor}",
+        "l2_cache_bytes": getattr(props, "L2_cache_size", None),
+        "cuda": torch.version.cuda,
+        "driver": _nvidia_smi("driver_version"),
+        "clocks_mhz": _nvidia_smi("clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem"),
+    }
+    return info
