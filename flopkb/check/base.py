@@ -1,0 +1,60 @@
+"""The check interface: rules with stable codes, and checks that turn a loaded KB into findings.
+
+A check is a function `(CheckContext) -> Iterable[Finding]` registered with `@check`. Each rule
+code is declared once with `rule(...)`; README's rule table is generated from `RULES`.
+Rule code ranges: FKB1xx loading and structure, FKB2xx provenance, FKB3xx references,
+FKB4xx formulas, units and hardware, FKB5xx evidence, FKB6xx graph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from flopkb.findings import Finding, Severity
+from flopkb.kb import KnowledgeBase
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    severity: Severity
+    summary: str
+
+
+RULES: dict[str, Rule] = {}
+
+
+def rule(code: str, severity: Severity, summary: str) -> Rule:
+    """Declare a rule code once; declaring the same code twice is a programming error."""
+    if code in RULES:
+        raise RuntimeError(f"rule {code} declared twice")
+    RULES[code] = Rule(code, severity, summary)
+    return RULES[code]
+
+
+@dataclass
+class CheckContext:
+    kb: KnowledgeBase
+
+    def finding(
+        self,
+        rule_: Rule,
+        record_id: str,
+        path: tuple[str | int, ...],
+        message: str,
+        hint: str | None = None,
+    ) -> Finding:
+        """A finding located at the YAML node `path` of record `record_id` (or its nearest parent)."""
+        file, line, column = self.kb.where(record_id, *path)
+        return Finding(rule_.code, rule_.severity, file, line, column, record_id, message, hint)
+
+
+Check = Callable[[CheckContext], Iterable[Finding]]
+CHECKS: list[Check] = []
+
+
+def check(fn: Check) -> Check:
+    """Register a check; it runs once over the whole KB (validators are built once, not per file)."""
+    CHECKS.append(fn)
+    return fn

@@ -1,0 +1,93 @@
+"""A whitelist evaluator for computed-quantity formulas: never `eval`.
+
+Grammar: numbers, quantity ids, `+ - * / **`, unary minus and parentheses. Anything else (calls,
+attributes, subscripts, names like `__import__`, comparisons) is rejected at parse time with a
+message naming the offending piece. Division by zero, overflow and NaN are errors at evaluation.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+MAX_FORMULA_LENGTH = 500
+_BINARY: dict[type[ast.operator], Callable[[float, float], float]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.Pow: operator.pow,
+}
+_UNARY: dict[type[ast.unaryop], Callable[[float], float]] = {ast.USub: operator.neg, ast.UAdd: operator.pos}
+
+
+_ALLOWED_NODES = (ast.BinOp, ast.UnaryOp, ast.Load, *_BINARY, *_UNARY)
+
+
+class FormulaError(ValueError):
+    """A formula outside the whitelist, or one that cannot be evaluated."""
+
+
+@dataclass(frozen=True)
+class Formula:
+    text: str
+    tree: ast.expr
+    names: frozenset[str]
+
+    def evaluate(self, values: Mapping[str, float | None]) -> float:
+        """Evaluate with `values` for every name; a missing or null input raises FormulaError."""
+        result = _eval(self.tree, values)
+        if not math.isfinite(result):
+            raise FormulaError(f"{self.text!r} evaluates to {result}, expected a finite number")
+        return result
+
+
+def parse_formula(text: str) -> Formula:
+    """Parse `text` against the whitelist grammar, or raise FormulaError."""
+    if len(text) > MAX_FORMULA_LENGTH:
+        raise FormulaError(f"expected a formula of at most {MAX_FORMULA_LENGTH} characters, got {len(text)}")
+    try:
+        tree = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError as exc:
+        raise FormulaError(f"expected an arithmetic expression, got {text!r} ({exc.msg})") from None
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            if node.id.startswith("_"):
+                raise FormulaError(f"expected a quantity id, got {node.id!r}")
+            names.add(node.id)
+        elif isinstance(node, ast.Constant):
+            if isinstance(node.value, bool) or not isinstance(node.value, int | float):
+                raise FormulaError(f"expected a number, got {node.value!r}")
+        elif not isinstance(node, _ALLOWED_NODES):
+            raise FormulaError(
+                f"expected only numbers, quantity ids, + - * / ** and parentheses, got "
+                f"{type(node).__name__} in {text!r}"
+            )
+    return Formula(text=text, tree=tree, names=frozenset(names))
+
+
+def _eval(node: ast.expr, values: Mapping[str, float | None]) -> float:
+    if isinstance(node, ast.Constant):
+        return float(node.value)
+    if isinstance(node, ast.Name):
+        value = values.get(node.id)
+        if value is None:
+            raise FormulaError(f"{node.id} has no value")
+        return float(value)
+    if isinstance(node, ast.UnaryOp):
+        return _UNARY[type(node.op)](_eval(node.operand, values))
+    if isinstance(node, ast.BinOp):
+        left, right = _eval(node.left, values), _eval(node.right, values)
+        if isinstance(node.op, ast.Div) and right == 0:
+            raise FormulaError("division by zero")
+        if isinstance(node.op, ast.Pow) and abs(right) > 64:
+            raise FormulaError(f"exponent {right} is out of range (|exponent| <= 64)")
+        try:
+            return _BINARY[type(node.op)](left, right)
+        except (OverflowError, ZeroDivisionError, ValueError) as exc:
+            raise FormulaError(str(exc)) from None
+    raise FormulaError(f"unexpected {type(node).__name__}")
