@@ -1,72 +1,93 @@
 """The resolved knowledge base: validated records by id, with the file each came from.
 
-INTERIM: this loader is a placeholder for the located loader and checks of issue 2 (owned by the
-validation helper), which keeps this API: `load_kb(root) -> (KnowledgeBase, findings)`.
+`load_kb(root)` reads every record file under `root/records` (or `root` itself when it has no
+`records/`), one broken file never hiding the others, and returns the KB together with the
+findings of loading and structure. Cross-record checks run on the result (`flopkb.check`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import gc
+import multiprocessing
+import os
+import threading
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-import yaml
-from pydantic import ValidationError
+from yaml.nodes import Node
 
-from flopkb.findings import Finding, Severity
+from flopkb.findings import Finding
+from flopkb.load import Document, Limits, compose_node, locate, read_document, to_record
 from flopkb.model import (
-    MODEL_BY_KIND,
     AcceleratorRecord,
     ClassRecord,
     EvidenceRecord,
     HardwareParameter,
-    Kind,
     QuantityRecord,
     Record,
     SourceRecord,
 )
 
+RECORD_SUFFIXES = (".yaml", ".yml")
+
 
 @dataclass
 class KnowledgeBase:
-    """Records by id. Only records that passed the schema are here; findings say what did not."""
+    """Records by id. Only records that passed the schema are here; findings say what did not.
+
+    `unloaded` maps the id (and file stem) of every file that failed to load or validate to that
+    file, so that references to it are not reported a second time as unresolved.
+    `duplicates` lists `(id, file kept, other file)` for ids defined twice.
+    """
 
     root: Path | None
     records: dict[str, Record] = field(default_factory=dict)
     files: dict[str, Path] = field(default_factory=dict)
+    displays: dict[str, str] = field(default_factory=dict)
+    unloaded: dict[str, str] = field(default_factory=dict)
+    duplicates: list[tuple[str, str, str]] = field(default_factory=list)
+    limits: Limits = field(default_factory=Limits)
+    _nodes: dict[str, Node | None] = field(default_factory=dict, repr=False)
+    _kinds: tuple[int, int, dict[type, dict[str, Any]]] | None = field(default=None, repr=False)
 
-    def _of(self, cls: type) -> dict[str, Record]:
-        return {rid: r for rid, r in self.records.items() if isinstance(r, cls)}
+    def _of(self, cls: type) -> dict[str, Any]:
+        # Checks ask for `kb.classes` etc. many times: index by type once per state of `records`.
+        key = (id(self.records), len(self.records))
+        if self._kinds is None or self._kinds[:2] != key:
+            by_type: dict[type, dict[str, Any]] = {}
+            for rid, record in self.records.items():
+                by_type.setdefault(type(record), {})[rid] = record
+            self._kinds = (*key, by_type)
+        return self._kinds[2].get(cls, {})
 
     @property
     def classes(self) -> dict[str, ClassRecord]:
-        return self._of(ClassRecord)  # type: ignore[return-value]
+        return self._of(ClassRecord)
 
     @property
     def accelerators(self) -> dict[str, AcceleratorRecord]:
-        return self._of(AcceleratorRecord)  # type: ignore[return-value]
+        return self._of(AcceleratorRecord)
 
     @property
     def quantities(self) -> dict[str, QuantityRecord]:
-        return self._of(QuantityRecord)  # type: ignore[return-value]
+        return self._of(QuantityRecord)
 
     @property
     def sources(self) -> dict[str, SourceRecord]:
-        return self._of(SourceRecord)  # type: ignore[return-value]
+        return self._of(SourceRecord)
 
     @property
     def evidence(self) -> dict[str, EvidenceRecord]:
-        return self._of(EvidenceRecord)  # type: ignore[return-value]
+        return self._of(EvidenceRecord)
 
     def claims(self) -> Iterator[tuple[str, ClassRecord, HardwareParameter]]:
         """Every claim as (global id `<record>/<row>`, its class record, its row)."""
         for rid, record in sorted(self.classes.items()):
             for row in record.flop.hardware_parameters:
                 yield f"{rid}/{row.id}", record, row
-
-    def where(self, record_id: str, *path: str | int) -> tuple[str, int, int]:
-        """File, line and column of the YAML node at `path` in a record (INTERIM: line 1)."""
-        return str(self.files.get(record_id, "")), 1, 1
 
     def claim(self, claim_id: str) -> tuple[ClassRecord, HardwareParameter] | None:
         record_id, _, row_id = claim_id.partition("/")
@@ -75,23 +96,152 @@ class KnowledgeBase:
             return None
         return next(((record, r) for r in record.flop.hardware_parameters if r.id == row_id), None)
 
+    def file_of(self, record_id: str) -> str:
+        """The file of a record as reports show it (relative to the working directory if inside)."""
+        if record_id in self.displays:
+            return self.displays[record_id]
+        path = self.files.get(record_id)
+        return display_path(path) if path is not None else ""
+
+    def where(self, record_id: str, *path: str | int) -> tuple[str, int, int]:
+        """File, 1-based line and column of the node at `path` in a record (or its nearest parent).
+
+        Node trees are not kept for every record (memory at 10^4 records); the file is composed
+        again the first time a check asks for a location in it.
+        """
+        file = self.file_of(record_id)
+        if record_id not in self._nodes:
+            source = self.files.get(record_id)
+            self._nodes[record_id] = (
+                compose_node(source, self.limits) if source is not None else None
+            )
+        line, column = locate(self._nodes[record_id], path)
+        return file, line, column
+
+
+def display_path(path: Path) -> str:
+    """`path` relative to the working directory when it lies inside it, else as given."""
+    text = str(path)
+    cwd = os.getcwd() + os.sep
+    return text[len(cwd) :] if text.startswith(cwd) else text
+
+
+def records_dir(root: Path) -> Path:
+    return root / "records" if (root / "records").is_dir() else root
+
 
 def record_files(root: Path) -> list[Path]:
-    records = root / "records" if (root / "records").is_dir() else root
-    return sorted(p for p in records.rglob("*") if p.suffix in {".yaml", ".yml"} and p.is_file())
+    """Every `*.yaml` / `*.yml` file under the KB's `records/` (or `root` itself), sorted.
+
+    Hidden files and folders are skipped. os.walk, not Path.rglob: at 10^4 files pathlib's
+    per-path objects cost more than the walk itself.
+    """
+    base = str(records_dir(root))
+    found: list[str] = []
+    for folder, dirs, names in os.walk(base):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        found += [
+            os.path.join(folder, n)
+            for n in names
+            if n.endswith(RECORD_SUFFIXES) and not n.startswith(".")
+        ]
+    return [Path(p) for p in sorted(found)]
 
 
-def load_kb(root: Path) -> tuple[KnowledgeBase, list[Finding]]:
-    kb = KnowledgeBase(root=root)
+# Below this many files a process pool costs more than it saves.
+PARALLEL_MIN_FILES = 1500
+
+
+def workers_for(n_items: int, minimum: int = PARALLEL_MIN_FILES) -> int:
+    """Processes to use: FLOPKB_WORKERS if set, else the CPUs this process may use (at most 4).
+
+    1 (serial) for small jobs, where `fork` is unavailable, and in a process running other
+    threads: workers inherit the loaded modules (and, for checks, the loaded KB) by forking,
+    which is what makes them cheap.
+    """
+    if n_items < minimum or "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    # forking a process that runs other threads can deadlock (and warns on Python >= 3.12)
+    if threading.active_count() > 1:
+        return 1
+    env = os.environ.get("FLOPKB_WORKERS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(cpus, 4))
+
+
+def _read_chunk(
+    paths: list[Path], limits: Limits
+) -> list[tuple[dict[str, Any] | None, list[Finding]]]:
+    """Worker: files -> (value or None, findings); node trees stay behind (where() recomposes)."""
+    out = []
+    for path in paths:
+        doc = read_document(path, display_path(path), limits)
+        out.append((doc.data, doc.findings))
+    return out
+
+
+def _documents(paths: list[Path], limits: Limits) -> Iterator[Document]:
+    workers = workers_for(len(paths))
+    if workers == 1:
+        for path in paths:
+            yield read_document(path, display_path(path), limits)
+        return
+    size = -(-len(paths) // (workers * 4))
+    chunks = [paths[i : i + size] for i in range(0, len(paths), size)]
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        for chunk, results in zip(
+            chunks, pool.map(_read_chunk, chunks, [limits] * len(chunks)), strict=True
+        ):
+            for path, (data, findings) in zip(chunk, results, strict=True):
+                yield Document(path=path, display=display_path(path), data=data, findings=findings)
+
+
+def load_files(
+    paths: Iterable[Path], root: Path | None = None, limits: Limits | None = None
+) -> tuple[KnowledgeBase, list[Finding]]:
+    """Load `paths` into one KB: findings of reading and structure, never an exception per file.
+
+    Large KBs are read by a pool of forked workers (YAML parsing is the bulk of the time); the
+    cyclic garbage collector is paused meanwhile, as the many long-lived objects built here would
+    otherwise make each of its passes longer.
+    """
+    kb = KnowledgeBase(root=root, limits=limits or Limits())
     findings: list[Finding] = []
-    for path in record_files(root):
-        data = yaml.load(path.read_text(encoding="utf-8-sig"), Loader=yaml.CSafeLoader)
-        try:
-            model = MODEL_BY_KIND[Kind(data["kind"])]
-            record = model.model_validate(data)
-        except (ValidationError, KeyError, ValueError) as exc:
-            findings.append(Finding("FKB100", Severity.error, str(path), 1, 1, None, str(exc)))
-            continue
-        kb.records[record.id] = record  # type: ignore[assignment]
-        kb.files[record.id] = path
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for doc in _documents(list(paths), kb.limits):
+            _add(kb, doc, findings)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
     return kb, findings
+
+
+def _add(kb: KnowledgeBase, doc: Document, findings: list[Finding]) -> None:
+    findings.extend(doc.findings)
+    path, display = doc.path, doc.display
+    if doc.data is None:
+        kb.unloaded.setdefault(path.stem, display)
+        return
+    record, problems = to_record(doc, path.stem, kb.limits)
+    findings.extend(problems)
+    if record is None:
+        kb.unloaded.setdefault(path.stem, display)
+        if isinstance(doc.data.get("id"), str):
+            kb.unloaded.setdefault(doc.data["id"], display)
+        return
+    if record.id in kb.records:
+        kb.duplicates.append((record.id, kb.displays[record.id], display))
+        return
+    kb.records[record.id] = record  # type: ignore[assignment]
+    kb.files[record.id] = path
+    kb.displays[record.id] = display
+
+
+def load_kb(root: Path, limits: Limits | None = None) -> tuple[KnowledgeBase, list[Finding]]:
+    """Load the KB at `root` (a folder holding `records/`, or a records folder itself)."""
+    return load_files(record_files(root), root=root, limits=limits)

@@ -1,10 +1,46 @@
-"""`flopkb claims` (under construction by its owner this session)."""
+"""`flopkb claims`: every claim with its quantity, magnitude, basis and latest verdicts."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
+from rich.table import Table
+
+from flopkb.claims import list_claims
+from flopkb.cli.common import FormatOption, OutputFormat, console, emit_json, fail, kb_root
+from flopkb.hardware import UnknownRecord
+from flopkb.kb import load_kb
+from flopkb.model import Basis
 
 
-def claims(ctx: typer.Context) -> None:
-    """Not built yet."""
-    raise NotImplementedError("flopkb claims is not built yet")
+def claims(
+    ctx: typer.Context,
+    record: Annotated[str | None, typer.Option("--record", help="only this class record")] = None,
+    quantity: Annotated[
+        str | None, typer.Option("--quantity", help="only rows on this quantity")
+    ] = None,
+    basis: Annotated[Basis | None, typer.Option("--basis", help="only this basis")] = None,
+    accelerator: Annotated[
+        str | None, typer.Option("--accelerator", help="only claims that apply to this part")
+    ] = None,
+    fmt: FormatOption = OutputFormat.text,
+) -> None:
+    """Every claim: record, quantity, magnitude, basis, latest verdict per accelerator."""
+    kb, _ = load_kb(kb_root(ctx))
+    try:
+        rows = list_claims(
+            kb, record=record, quantity=quantity, basis=basis, accelerator=accelerator
+        )
+    except UnknownRecord as exc:
+        fail(str(exc))
+    if fmt is OutputFormat.json:
+        emit_json(rows)
+        return
+    table = Table(title=f"{len(rows)} claims")
+    for column in ("claim", "quantity", "magnitude", "basis", "verdicts"):
+        table.add_column(column, overflow="fold")
+    for r in rows:
+        verdicts = ", ".join(f"{acc}: {v}" for acc, v in r["verdicts"].items()) or "-"
+        table.add_row(r["claim"], r["quantity"], r["magnitude"], r["basis"], verdicts)
+    console.print(table)

@@ -1,7 +1,372 @@
-"""`flopkb graph` (under construction by its owner this session)."""
+"""`flopkb graph`: questions asked of the dependency graph of hardware effects.
+
+Every query command takes `--format text|json` (json prints exactly what the library returns);
+`export` takes `--format json|graphml|dot`, the format of the exported graph itself.
+IDs may be bare (`hbm_bandwidth`, `h200-sxm`, `mamba2-ssd/ssd-vs-fused-scan`) or prefixed with
+their kind (`quantity:hbm_bandwidth`).
+"""
 
 from __future__ import annotations
 
-import typer
+import sys
+from collections.abc import Callable
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
 
-app = typer.Typer(help="graph commands", no_args_is_help=True)
+import typer
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from flopkb.cli.common import (
+    FormatOption,
+    OutputFormat,
+    console,
+    emit_json,
+    err_console,
+    fail,
+    kb_root,
+)
+from flopkb.graph import queries
+from flopkb.graph.export import FORMATS
+from flopkb.graph.export import export as export_graph
+from flopkb.graph.queries import GraphQueryError, KBGraph
+from flopkb.graph.render import RenderError
+from flopkb.graph.render import render as render_graph
+from flopkb.kb import load_kb
+
+app = typer.Typer(
+    help="Which claims depend on which hardware quantities: impact, diff, what-if, picture.",
+    no_args_is_help=True,
+)
+
+T = TypeVar("T")
+
+
+class ExportFormat(str, Enum):
+    json = "json"
+    graphml = "graphml"
+    dot = "dot"
+
+
+assert tuple(f.value for f in ExportFormat) == FORMATS
+
+
+def _graph(ctx: typer.Context) -> KBGraph:
+    kb, findings = load_kb(kb_root(ctx))
+    errors = [f for f in findings if f.severity.value == "error"]
+    if errors:
+        err_console.print(
+            f"flopkb: warning: {len(errors)} loading error(s); the graph holds the records that "
+            "loaded (run `flopkb validate`)", markup=False, highlight=False,
+        )  # fmt: skip
+    return KBGraph.from_kb(kb)
+
+
+def _run(fn: Callable[[], T]) -> T:
+    """Call a library query; its errors (unknown id, wrong kind, bad value): one line, exit 2."""
+    try:
+        return fn()
+    except (GraphQueryError, RenderError) as exc:
+        fail(str(exc))
+
+
+def _table(title: str, columns: list[str]) -> Table:
+    # ids must stay whole: fold long cells onto the next line instead of cutting them with "..."
+    table = Table(title=title, title_justify="left")
+    for col in columns:
+        table.add_column(col, overflow="fold")
+    return table
+
+
+def _num(value: float | None) -> str:
+    return "null" if value is None else f"{value:.4g}"
+
+
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"x{value:.2f}"
+
+
+def _bare(node: str) -> str:
+    return node.partition(":")[2]
+
+
+def chain(start: str, edges: list[dict[str, str]]) -> str:
+    """A path as text from `start`: `a -depends_on-> b <-specifies- c`."""
+    out, cur = _bare(start), start
+    for e in edges:
+        if e["source"] == cur:
+            out += f" -{e['relation']}-> {_bare(e['target'])}"
+            cur = e["target"]
+        else:
+            out += f" <-{e['relation']}- {_bare(e['source'])}"
+            cur = e["source"]
+    return out
+
+
+@app.command()
+def affects(
+    ctx: typer.Context,
+    ident: Annotated[
+        str, typer.Argument(metavar="ID", help="a quantity, accelerator or source id")
+    ],
+    direct: Annotated[
+        bool, typer.Option("--direct", help="accelerator: only classes listing it, not its specs")
+    ] = False,
+    fmt: FormatOption = OutputFormat.text,
+) -> None:
+    """Every claim and class that depends on ID, through computed quantities too, with the path."""
+    result = _run(lambda: queries.affects(_graph(ctx), ident, via_specs=not direct))
+    if fmt is OutputFormat.json:
+        return emit_json(result)
+    tree = Tree(
+        f"[bold]{result['id']}[/] ({result['kind']}): {len(result['claims'])} claims in "
+        f"{len(result['classes'])} classes"
+    )
+    if result["quantities"]:
+        tree.add("through computed: " + ", ".join(result["quantities"]))
+    by_class: dict[str, Tree] = {}
+    for claim in result["claims"]:
+        cls = claim.split("/", 1)[0]
+        if cls not in by_class:
+            by_class[cls] = tree.add(f"[bold]{cls}[/]")
+        by_class[cls].add(Text(chain(f"claim:{claim}", result["paths"][claim]), overflow="fold"))
+    for cls in result["classes"]:
+        if cls not in by_class:
+            tree.add(f"[bold]{cls}[/] (no claims)")
+    console.print(tree, soft_wrap=False)
+
+
+@app.command()
+def why(
+    ctx: typer.Context,
+    cls: Annotated[str, typer.Argument(metavar="CLASS", help="a class (operator or model) id")],
+    on: Annotated[str | None, typer.Option("--on", help="an accelerator id")] = None,
+    fmt: FormatOption = OutputFormat.text,
+) -> None:
+    """What moves CLASS's cost: its quantities with their values, and its claims with verdicts."""
+    result = _run(lambda: queries.why(_graph(ctx), cls, on))
+    if fmt is OutputFormat.json:
+        return emit_json(result)
+    console.print(f"[bold]{result['class']}[/]: {result['title']}", highlight=False)
+    if result["on"] and not result["affected"]:
+        console.print(f"note: {result['on']} is not in {result['class']}'s affected_by_hardware")
+    table = _table(
+        "quantities that move its cost", ["quantity", "unit", "formula", *result["accelerators"]]
+    )
+    for q in result["quantities"]:
+        cells = [
+            _num(v["value"]) if v["value"] is not None else v["status"]
+            for v in q["values"].values()
+        ]
+        table.add_row(q["id"], q["unit"] or "", q["formula"] or "", *cells)
+    console.print(table)
+    claims = _table(
+        "claims", ["claim", "quantity", "magnitude", "basis", "verdicts", "not applicable on"]
+    )
+    for c in result["claims"]:
+        verdicts = ", ".join(f"{a}: {v}" for a, v in c["verdicts"].items()) or "-"
+        claims.add_row(
+            c["claim"],
+            c["quantity"],
+            c["magnitude"],
+            c["basis"],
+            verdicts,
+            ", ".join(c["not_applicable_on"]) or "-",
+        )
+    console.print(claims)
+
+
+@app.command()
+def diff(
+    ctx: typer.Context,
+    a: Annotated[str, typer.Argument(metavar="ACC_A", help="the part you have")],
+    b: Annotated[str, typer.Argument(metavar="ACC_B", help="the part you compare with")],
+    fmt: FormatOption = OutputFormat.text,
+) -> None:
+    """Quantities that differ from ACC_A to ACC_B (ratio B/A) and the claims that depend on them."""
+    result = _run(lambda: queries.diff(_graph(ctx), a, b))
+    if fmt is OutputFormat.json:
+        return emit_json(result)
+    table = _table(
+        f"{result['a']} -> {result['b']}: quantities that differ",
+        ["quantity", "unit", result["a"], result["b"], "B/A", "claims"],
+    )
+    tree = Tree("claims depending on a quantity that differs")
+    for q in result["quantities"]:
+        if not q["differs"]:
+            continue
+        name = q["quantity"] + (" (computed)" if q["kind"] == "computed" else "")
+        count = str(len(q["claims"]))
+        table.add_row(name, q["unit"], _num(q["a"]), _num(q["b"]), _ratio(q["ratio"]), count)
+        if q["claims"]:
+            branch = tree.add(f"[bold]{q['quantity']}[/] {_ratio(q['ratio'])}")
+            for claim in q["claims"]:
+                branch.add(Text(claim, overflow="fold"))
+    console.print(table)
+    console.print(tree, soft_wrap=False)
+    same = [q["quantity"] for q in result["quantities"] if not q["differs"]]
+    console.print(
+        f"{len(result['claims'])} claims in {len(result['classes'])} classes depend on a quantity "
+        f"that differs; same on both: {', '.join(same) or '-'}",
+        highlight=False,
+    )
+
+
+@app.command("what-if")
+def what_if(
+    ctx: typer.Context,
+    acc: Annotated[str, typer.Argument(metavar="ACC", help="an accelerator id")],
+    settings: Annotated[
+        list[str],
+        typer.Option("--set", help="QUANTITY=VALUE, a datasheet value to override (repeatable)"),
+    ],
+    fmt: FormatOption = OutputFormat.text,
+) -> None:
+    """Override datasheet values on ACC, recompute computed quantities, and list what moves."""
+    result = _run(lambda: queries.what_if(_graph(ctx), acc, queries.parse_settings(settings)))
+    if fmt is OutputFormat.json:
+        return emit_json(result)
+    table = _table(f"what if on {result['accelerator']}", ["quantity", "before", "after", "ratio"])
+    for q in result["quantities"]:
+        name = q["id"] + (" (computed)" if q["computed"] else "")
+        change = _ratio(q["ratio"])
+        if q["ratio"] is None and q["before_status"] != q["after_status"]:
+            change = f"{q['before_status']} -> {q['after_status']}"
+        table.add_row(name, _num(q["before"]), _num(q["after"]), change)
+    console.print(table)
+    claims = _table(
+        "claims that move", ["claim", "via", "ratio", f"class lists {result['accelerator']}"]
+    )
+    for c in result["claims"]:
+        claims.add_row(
+            c["claim"], ", ".join(c["via"]), _ratio(c["ratio"]), "yes" if c["affected"] else "no"
+        )
+    console.print(claims)
+
+
+@app.command()
+def path(
+    ctx: typer.Context,
+    a: Annotated[str, typer.Argument(metavar="A", help="any id")],
+    b: Annotated[str, typer.Argument(metavar="B", help="any id")],
+    fmt: FormatOption = OutputFormat.text,
+) -> None:
+    """The shortest path from A to B, ignoring edge direction, shown with each edge's relation."""
+    result = _run(lambda: queries.path(_graph(ctx), a, b))
+    if fmt is OutputFormat.json:
+        return emit_json(result)
+    if result["edges"] is None:
+        console.print(f"no path between {result['from']} and {result['to']}", highlight=False)
+        return
+    console.print(chain(result["from"], result["edges"]), highlight=False)
+    console.print(f"({result['length']} edges)")
+
+
+@app.command()
+def status(ctx: typer.Context, fmt: FormatOption = OutputFormat.text) -> None:
+    """Claims that are unverified, stale, contradicted by evidence, or not applicable on a part."""
+    result = _run(lambda: queries.status(_graph(ctx)))
+    if fmt is OutputFormat.json:
+        return emit_json(result)
+
+    def section(
+        title: str,
+        rows: list[dict[str, Any]] | None,
+        cols: list[str],
+        cell: Callable[[dict[str, Any]], list[str]],
+    ) -> None:
+        if rows is None:
+            console.print(f"[bold]{title}[/]: unknown (stale detection unavailable)")
+            return
+        if not rows:
+            console.print(f"[bold]{title}[/]: none")
+            return
+        table = _table(f"{title}: {len(rows)}", cols)
+        for row in rows:
+            table.add_row(*cell(row))
+        console.print(table)
+
+    section(
+        "unverified",
+        result["unverified"],
+        ["claim", "quantity", "magnitude"],
+        lambda r: [r["claim"], r["quantity"], r["magnitude"]],
+    )
+    section(
+        "stale",
+        result["stale"],
+        ["claim", "evidence"],
+        lambda r: [r["claim"], ", ".join(e["evidence"] for e in r["evidence"])],
+    )
+    section(
+        "contradicted",
+        result["contradicted"],
+        ["claim", "refuted on", "evidence"],
+        lambda r: [r["claim"], ", ".join(r["accelerators"]), ", ".join(r["evidence"])],
+    )
+    section(
+        "not applicable",
+        result["not_applicable"],
+        ["claim", "on"],
+        lambda r: [r["claim"], ", ".join(r["accelerators"])],
+    )
+
+
+@app.command()
+def export(
+    ctx: typer.Context,
+    fmt: Annotated[
+        ExportFormat, typer.Option("--format", "-f", help="the graph's file format")
+    ] = ExportFormat.json,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="write here (atomically), not stdout")
+    ] = None,
+) -> None:
+    """The whole graph as node-link JSON, GraphML or DOT, to stdout or --out FILE."""
+    kg = _graph(ctx)
+    text = export_graph(kg.g, fmt.value)
+    if out is None:
+        sys.stdout.write(text)
+        return
+    from flopkb.verify.evidence import atomic_write_text
+
+    try:
+        atomic_write_text(out, text)
+    except OSError as exc:
+        fail(f"cannot write {out}: {exc.strerror or exc}")
+    err_console.print(
+        f"wrote {out} ({kg.g.number_of_nodes()} nodes, {kg.g.number_of_edges()} edges)",
+        markup=False, highlight=False,
+    )  # fmt: skip
+
+
+@app.command()
+def render(
+    ctx: typer.Context,
+    out: Annotated[Path, typer.Argument(metavar="OUT", help="OUT.svg or OUT.png")],
+    focus: Annotated[
+        str | None, typer.Option("--focus", help="draw only this id's neighbourhood")
+    ] = None,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine", help="graphviz or matplotlib (default: graphviz if `dot` is on PATH)"
+        ),
+    ] = None,
+    fmt: FormatOption = OutputFormat.text,
+) -> None:
+    """Draw the graph, laid out in columns by kind, claims coloured by verdict and basis."""
+    kg = _graph(ctx)
+    try:
+        result = _run(lambda: render_graph(kg, out, focus, engine))
+    except OSError as exc:
+        fail(f"cannot write {out}: {exc.strerror or exc}")
+    if fmt is OutputFormat.json:
+        return emit_json(result)
+    console.print(
+        f"wrote {result['out']} ({result['engine']}, {result['nodes']} nodes, "
+        f"{result['edges']} edges)",
+        highlight=False,
+    )

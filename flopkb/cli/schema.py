@@ -1,7 +1,48 @@
-"""`flopkb schema` (under construction by its owner this session)."""
+"""`flopkb schema export [--check]`: write (or compare) the JSON Schema files in `schema/`."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
-app = typer.Typer(help="schema commands", no_args_is_help=True)
+from flopkb.cli.common import FormatOption, OutputFormat, console, emit_json, fail, kb_root
+from flopkb.schema_export import drift, export
+
+app = typer.Typer(help="the published JSON Schema of records", no_args_is_help=True)
+
+
+@app.command("export")
+def export_cmd(
+    ctx: typer.Context,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="folder to write; default: the KB's schema/")
+    ] = None,
+    check: Annotated[
+        bool,
+        typer.Option("--check", help="write nothing; exit 1 when the files differ from the models"),
+    ] = False,
+    fmt: FormatOption = OutputFormat.text,
+) -> None:
+    """Generate schema/*.schema.json (draft 2020-12) from the pydantic models."""
+    folder = out or kb_root(ctx) / "schema"
+    if check:
+        stale = drift(folder)
+        if fmt is OutputFormat.json:
+            emit_json({"folder": str(folder), "stale": stale, "ok": not stale})
+        elif stale:
+            console.print(f"stale schema files in {folder}: {', '.join(stale)}", markup=False)
+            console.print("run `flopkb schema export` and commit the result", markup=False)
+        else:
+            console.print(f"{folder}: up to date", markup=False)
+        raise typer.Exit(1 if stale else 0)
+    try:
+        written = export(folder)
+    except OSError as exc:
+        fail(f"cannot write {folder}: {exc}")
+    if fmt is OutputFormat.json:
+        emit_json({"folder": str(folder), "written": [str(p) for p in written]})
+    else:
+        for path in written:
+            console.print(f"wrote {path}", markup=False)

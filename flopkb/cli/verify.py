@@ -1,10 +1,152 @@
-"""`flopkb verify` (under construction by its owner this session)."""
+"""`flopkb verify`: run the bundled experiments behind the KB's claims and write evidence."""
 
 from __future__ import annotations
 
+import sys
+import time
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from flopkb.cli.common import (
+    FormatOption,
+    OutputFormat,
+    console,
+    emit_json,
+    err_console,
+    fail,
+    kb_root,
+)
 
 
-def verify(ctx: typer.Context) -> None:
-    """Not built yet."""
-    raise NotImplementedError("flopkb verify is not built yet")
+class Impl(str, Enum):
+    bundled = "bundled"
+    peer = "peer"
+
+
+def _fmt_measured(m: dict[str, Any] | None) -> str:
+    if not m or (m.get("value") is None and m.get("low") is None and m.get("high") is None):
+        return "-"
+
+    def f(x: Any) -> str:
+        return "open" if x is None else f"{x:.3g}"
+
+    return f"{f(m.get('value'))} [{f(m.get('low'))}, {f(m.get('high'))}] {m.get('unit', '')}"
+
+
+def _fmt_cond(c: dict[str, Any] | None) -> str:
+    if not c:
+        return "-"
+    return ", ".join(f"{k}={v}" for k, v in c.items() if k not in {"pass", "quick"})
+
+
+def _table(payload: dict[str, Any], plan_mode: bool) -> Table:
+    table = Table(title="flopkb verify" + (" (plan, CPU checks)" if plan_mode else ""))
+    for col in ("claim", "experiment", "verdict", "measured" if not plan_mode else "CPU check",
+                "expected", "conditions / reason"):
+        table.add_column(col, overflow="fold")
+    for r in payload["results"]:
+        if plan_mode:
+            checks = r.get("cpu_check") or []
+            bad = [c for c in checks if not c.get("ok")]
+            middle = f"{len(checks) - len(bad)}/{len(checks)} ok" + (
+                f": {bad[0].get('error')}" if bad else "")
+        else:
+            middle = _fmt_measured(r.get("measured"))
+        expected = (r.get("expected") or {}).get("text", "-")
+        tail = _fmt_cond(r.get("conditions"))
+        if r.get("reason") and r["verdict"] not in {"confirmed", "refuted", "inconclusive"}:
+            tail = f"{tail}; {r['reason']}" if tail != "-" else r["reason"]
+        table.add_row(r.get("claim") or "-", r["experiment"], r["verdict"], middle, expected, tail)
+    return table
+
+
+def verify(
+    ctx: typer.Context,
+    gpu: Annotated[
+        bool, typer.Option("--gpu", help="time on the CUDA GPU and write evidence")
+    ] = False,
+    claim: Annotated[str | None, typer.Option("--claim", help="one claim: <record>/<row>")] = None,
+    record: Annotated[str | None, typer.Option("--record", help="the claims of one record")] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="fewer points and repetitions")] = False,
+    impl: Annotated[
+        Impl, typer.Option("--impl", help="bundled kernels, or peer libraries")
+    ] = Impl.bundled,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="evidence folder (default: the KB's records/evidence)"),
+    ] = None,
+    fmt: FormatOption = OutputFormat.text,
+) -> None:
+    """Run the experiments linked from claim rows: CPU correctness checks and the plan, or with
+    --gpu the timed runs, verdicts and evidence files."""
+    from flopkb.kb import load_kb
+    from flopkb.verify import runner
+
+    root = kb_root(ctx)
+    kb, _ = load_kb(root)
+    if claim is not None and kb.claim(claim) is None:
+        fail(f"no claim {claim!r} in the KB at {root}")
+    if record is not None and record not in kb.classes:
+        fail(f"no class record {record!r} in the KB at {root}")
+    jobs, broken = runner.plan(kb, claim=claim, record=record)
+    command = " ".join(["flopkb", *sys.argv[1:]]) if sys.argv else "flopkb verify"
+    started = time.monotonic()
+    show = fmt is OutputFormat.text
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=err_console, disable=not show, transient=True)
+    task = None
+
+    def on_event(kind: str, payload: dict[str, Any]) -> None:
+        nonlocal task
+        if kind == "start":
+            task = progress.add_task("verify", total=payload["total"])
+        elif kind == "begin" and task is not None:
+            progress.update(task, description=payload["experiment"])
+        elif kind == "advance" and task is not None:
+            progress.update(task, advance=1, description=payload["experiment"])
+
+    if not gpu:
+        extra = runner.unlinked(kb) if claim is None and record is None else []
+        with progress:
+            results = runner.run_cpu(root, jobs, extra, on_event=on_event)
+        payload = {"machine": None, "results": [r.as_dict() for r in broken + results],
+                   "duration_s": round(time.monotonic() - started, 2)}
+        failed = any(not c.get("ok") for r in results for c in (r.cpu_check or []))
+        _report(payload, fmt, plan_mode=True)
+        raise typer.Exit(1 if failed else 0)
+    if not runner.gpu_available():
+        fail("--gpu needs a CUDA GPU and this process sees none (torch.cuda.is_available() is "
+             "False); run without --gpu for the CPU checks and the plan.")
+    with progress:
+        machine, results = runner.run_gpu(kb, root, jobs, quick=quick, impl=impl.value,
+                                          command=command, out_dir=out, on_event=on_event)
+    if results is None:
+        return
+    payload = {"machine": machine, "results": [r.as_dict() for r in broken + results],
+               "duration_s": round(time.monotonic() - started, 2)}
+    _report(payload, fmt, plan_mode=False)
+    raise typer.Exit(1 if any(r["verdict"] == "error" for r in payload["results"]) else 0)
+
+
+def _report(payload: dict[str, Any], fmt: OutputFormat, plan_mode: bool) -> None:
+    if fmt is OutputFormat.json:
+        emit_json(payload)
+        return
+    m = payload["machine"]
+    if m:
+        acc = m.get("accelerator") or "no accelerator record"
+        console.print(f"machine: {m.get('gpu')} -> {acc}"
+                      f" (torch {m.get('torch')}, triton {m.get('triton')}, CUDA {m.get('cuda')})",
+                      markup=False)
+    console.print(_table(payload, plan_mode))
+    counts: dict[str, int] = {}
+    for r in payload["results"]:
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+    console.print(f"{len(payload['results'])} results ({summary}) in {payload['duration_s']:.1f} s",
+                  markup=False)

@@ -9,7 +9,8 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 # Version 1: the first record format (classes without `flop.hardware_parameters`).
-# Version 2: `flop.hardware_parameters` rows added (the "schema authority pass"). See schema/CHANGELOG.md.
+# Version 2: `flop.hardware_parameters` rows added (the "schema authority pass").
+# See schema/CHANGELOG.md.
 CURRENT_SCHEMA_VERSION = 2
 ACCEPTED_SCHEMA_VERSIONS = frozenset({1, 2})
 
@@ -28,9 +29,9 @@ class Kind(str, Enum):
 
 
 class Strict(BaseModel):
-    """Base for every model: unknown fields are errors, values are never coerced silently."""
+    """Base for every model: unknown fields are errors; NaN and infinities are never figures."""
 
-    model_config = ConfigDict(extra="forbid", strict=False, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=False, frozen=True, allow_inf_nan=False)
 
 
 class HistoryEntry(Strict):

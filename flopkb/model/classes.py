@@ -34,7 +34,9 @@ class HardwareParameter(Strict):
     id: RowId
     quantity: RecordId = Field(description="a quantity record id")
     effect: NonEmpty = Field(description="verbatim span of the record's prose")
-    magnitude: NonEmpty = Field(description="figures the prose already quotes, in the magnitude grammar")
+    magnitude: NonEmpty = Field(
+        description="figures the prose already quotes, in the magnitude grammar"
+    )
     basis: Basis
     source: SourceRef | None = None
     formula: str | None = Field(

@@ -21,12 +21,13 @@ class Verdict(str, Enum):
 
 
 class Measured(Strict):
-    """The measured quantity with its uncertainty interval."""
+    """The measured quantity with its uncertainty interval (None bounds are open)."""
 
     value: float | None
     low: float | None = None
     high: float | None = None
     unit: str
+    what: str | None = Field(default=None, description="what the number is, in words")
 
 
 class EvidenceRecord(RecordBase):
@@ -46,7 +47,22 @@ class EvidenceRecord(RecordBase):
     measured: Measured | None = None
     expected: dict[str, Any] | None = None
     verdict: Verdict
+    applicable_verdict: Verdict | None = Field(
+        default=None,
+        description="the verdict the measurement gives, kept when `verdict` is not-applicable",
+    )
     reason: str | None = None
+    criterion: str | None = Field(default=None, description="how the magnitude was read")
+    correctness: list[dict[str, Any]] = Field(
+        default_factory=list, description="each kernel checked against its reference before timing"
+    )
+    ceilings: dict[str, Any] = Field(
+        default_factory=dict, description="measured ceilings the roofline floors came from"
+    )
+    sweep: list[dict[str, Any]] = Field(
+        default_factory=list, description="per-point results over the swept axis"
+    )
     command: NonEmpty
     timestamp: dt.datetime
+    duration_s: float | None = None
     artifacts: list[str] = Field(default_factory=list, description="plots beside this file")

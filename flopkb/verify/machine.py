@@ -7,15 +7,18 @@ import subprocess
 from typing import Any
 
 
-def _nvidia_smi(query: str) -> str | None:
+def _nvidia_smi(query: str, index: int = 0) -> str | None:
     try:
         done = subprocess.run(
-            ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits"],
+            ["nvidia-smi", f"--id={index}", f"--query-gpu={query}",
+             "--format=csv,noheader,nounits"],
             capture_output=True, text=True, timeout=10, check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return done.stdout.strip().splitlines()[0] if done.returncode == 0 and done.stdout.strip() else None
+    if done.returncode != 0 or not done.stdout.strip():
+        return None
+    return done.stdout.strip().splitlines()[0]
 
 
 def fingerprint() -> dict[str, Any]:
@@ -37,16 +40,18 @@ def fingerprint() -> dict[str, Any]:
         info["triton"] = None
     if not torch.cuda.is_available():
         return info | {"gpu": None}
-    props = torch.cuda.get_device_properties(0)
+    index = torch.cuda.current_device()
+    props = torch.cuda.get_device_properties(index)
     info |= {
         "gpu": props.name,
+        "gpu_index": index,
         "gpu_count": torch.cuda.device_count(),
         "sm_count": props.multi_processor_count,
         "memory_bytes": props.total_memory,
         "compute_capability": f"{props.major}.{props.minor}",
         "l2_cache_bytes": getattr(props, "L2_cache_size", None),
         "cuda": torch.version.cuda,
-        "driver": _nvidia_smi("driver_version"),
-        "clocks_mhz": _nvidia_smi("clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem"),
+        "driver": _nvidia_smi("driver_version", index),
+        "clocks_mhz": _nvidia_smi("clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem", index),
     }
     return info

@@ -1,0 +1,228 @@
+"""How fast `flopkb validate` checks a 10,000-record KB, beside its floor and its peer.
+
+Builds the KB in a temporary folder from clones of the bundled records under new ids (each clone
+group is a full copy of the KB with every reference renamed, so the big KB is as valid as the
+bundled one), then times, in one run and as subprocesses (interpreter start-up included):
+
+  (a) floor: the bare libyaml parse of the same files, `yaml.load(..., Loader=yaml.CSafeLoader)`;
+  (b) `flopkb validate DIR --format json` (load, structure, references, provenance, graph);
+  (c) peer: `check-jsonschema --schemafile schema/record.schema.json FILES...`.
+
+(b) is also timed with FLOPKB_WORKERS=1 (one process, no pool), and CPU time is recorded beside
+wall time: on a busy machine the wall figures move, the CPU figures much less.
+
+Targets (issue 2): (b) <= 1.5 x (a), and (b) >= 10 x faster than (c). Writes
+bench/results/validate_scale.json with the figures, the machine and the command.
+
+    python bench/validate_scale.py [--records 10000] [--repeat 3] [--skip-peer]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "bench" / "results" / "validate_scale.json"
+SCHEMA = REPO / "schema" / "record.schema.json"
+FLOOR = (
+    "import pathlib, sys, yaml\n"
+    "for p in sorted(pathlib.Path(sys.argv[1]).rglob('*.yaml')):\n"
+    "    yaml.load(p.read_bytes(), Loader=yaml.CSafeLoader)\n"
+)
+
+
+def _source_records(root: Path) -> list[tuple[Path, dict[str, Any]]]:
+    out = []
+    for path in sorted((root / "records").rglob("*.yaml")):
+        data = yaml.load(path.read_bytes(), Loader=yaml.CSafeLoader)
+        if isinstance(data, dict) and isinstance(data.get("id"), str):
+            out.append((path.relative_to(root / "records"), data))
+    return out
+
+
+def _renamed(value: Any, ids: dict[str, str], word: re.Pattern[str]) -> Any:
+    """`value` with every string equal to a record id (or `<class>/<row>`) renamed; formulas too."""
+    if isinstance(value, dict):
+        return {ids.get(k, k): _renamed(v, ids, word) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_renamed(v, ids, word) for v in value]
+    if isinstance(value, str):
+        if value in ids:
+            return ids[value]
+        head, slash, tail = value.partition("/")
+        if slash and head in ids and re.fullmatch(r"[a-z0-9][a-z0-9-]*", tail):
+            return f"{ids[head]}/{tail}"
+    return value
+
+
+def build_kb(target: Path, n_records: int, source_root: Path = REPO) -> int:
+    """Write `n_records` records (whole clone groups of the bundled KB) under `target/records`."""
+    records = _source_records(source_root)
+    if not records:
+        raise SystemExit(f"no records under {source_root / 'records'}")
+    written = 0
+    group = 0
+    while written < n_records:
+        # whole groups while they fit; the remainder is filled with sources (they reference
+        # nothing), so that no clone points at a record that was not written
+        partial = n_records - written < len(records)
+        ids = {
+            data["id"]: (
+                f"{data['id']}_c{group}"
+                if data.get("kind") == "quantity"
+                else f"{data['id']}-c{group}"
+            )
+            for _, data in records
+        }
+        names = "|".join(map(re.escape, sorted(ids, key=len, reverse=True)))
+        word = re.compile(rf"\b({names})\b")
+        for rel, data in records:
+            if written >= n_records:
+                break
+            if partial and data.get("kind") != "source":
+                continue
+            clone = _renamed(data, ids, word)
+            if isinstance(clone.get("formula"), str):
+                clone["formula"] = word.sub(lambda m, ids=ids: ids[m.group(1)], clone["formula"])
+            for row in clone.get("flop", {}).get("hardware_parameters", []) or []:
+                if isinstance(row.get("formula"), str):
+                    row["formula"] = word.sub(lambda m, ids=ids: ids[m.group(1)], row["formula"])
+            path = target / "records" / rel.parent / f"{clone['id']}.yaml"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            text = yaml.dump(clone, Dumper=yaml.CSafeDumper, sort_keys=False, allow_unicode=True)
+            path.write_text(text)
+            written += 1
+        group += 1
+    return written
+
+
+def _time(
+    cmd: list[str],
+    cwd: Path,
+    repeat: int,
+    ok_codes: tuple[int, ...] = (0,),
+    env: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Wall time (median of `repeat`) and CPU time (user + sys of the process and its workers)."""
+    runs, cpu = [], []
+    code = None
+    for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        full_env = {**os.environ, **(env or {})}
+        proc = subprocess.run(cmd, cwd=cwd, env=full_env, capture_output=True, text=True)
+        runs.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+        code = proc.returncode
+        if code not in ok_codes:
+            sys.stderr.write(proc.stdout[-2000:] + proc.stderr[-2000:])
+            raise SystemExit(f"{cmd[:3]} exited {code}")
+    return {
+        "median_s": statistics.median(runs),
+        "min_s": min(runs),
+        "runs_s": runs,
+        "cpu_s": statistics.median(cpu),
+        "exit_code": code,
+    }
+
+
+def machine() -> dict[str, Any]:
+    import pydantic
+
+    return {
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "pyyaml": yaml.__version__,
+        "libyaml": ".".join(map(str, __import__("yaml._yaml", fromlist=["x"]).get_version())),
+        "pydantic": pydantic.VERSION,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--skip-peer", action="store_true", help="do not run check-jsonschema")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="flopkb-scale-") as tmp:
+        root = Path(tmp)
+        n = build_kb(root, args.records)
+        files = sorted(str(p.relative_to(root)) for p in (root / "records").rglob("*.yaml"))
+        floor = _time([sys.executable, "-c", FLOOR, "records"], root, args.repeat)
+        validate_cmd = [sys.executable, "-m", "flopkb", "validate", "records", "--format", "json"]
+        ours = _time(validate_cmd, root, args.repeat)
+        serial = _time(validate_cmd, root, args.repeat, env={"FLOPKB_WORKERS": "1"})
+        result = json.loads(
+            subprocess.run(
+                [sys.executable, "-m", "flopkb", "validate", "records", "--format", "json"],
+                cwd=root, capture_output=True, text=True, check=False,
+            ).stdout
+        )  # fmt: skip
+        peer = None
+        if not args.skip_peer:
+            exe = shutil.which("check-jsonschema") or str(
+                Path(sys.executable).parent / "check-jsonschema"
+            )
+            peer = _time([exe, "--schemafile", str(SCHEMA), *files], root, 1, ok_codes=(0, 1))
+    figures = {
+        "records": n,
+        "a_libyaml_parse_s": floor["median_s"],
+        "b_flopkb_validate_s": ours["median_s"],
+        "c_check_jsonschema_s": peer["median_s"] if peer else None,
+        "b_over_a": ours["median_s"] / floor["median_s"],
+        "c_over_b": (peer["median_s"] / ours["median_s"]) if peer else None,
+        "targets": {"b_over_a_max": 1.5, "c_over_b_min": 10.0},
+        "validate_result": {
+            "ok": result["ok"],
+            "records": result["records"],
+            "errors": len(result["errors"]),
+            "warnings": len(result["warnings"]),
+        },
+        "b_serial_s": serial["median_s"],
+        "cpu_s": {"a": floor["cpu_s"], "b": ours["cpu_s"], "b_serial": serial["cpu_s"]},
+        "runs": {"a": floor, "b": ours, "b_serial": serial, "c": peer},
+        "machine": machine(),
+        "command": " ".join(["python", "bench/validate_scale.py", *sys.argv[1:]]),
+        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(figures, indent=2) + "\n")
+    c = f"{figures['c_check_jsonschema_s']:.2f} s" if peer else "skipped"
+    print(f"{n} records on {figures['machine']['cpu_count']} CPUs")
+    print(f"(a) libyaml parse (floor)   {figures['a_libyaml_parse_s']:.2f} s")
+    print(
+        f"(b) flopkb validate         {figures['b_flopkb_validate_s']:.2f} s   "
+        f"= {figures['b_over_a']:.2f} x (a)"
+    )
+    print(f"    serial (FLOPKB_WORKERS=1) {figures['b_serial_s']:.2f} s")
+    cpu = figures["cpu_s"]
+    print(f"CPU: (a) {cpu['a']:.2f} s, (b) {cpu['b']:.2f} s, serial (b) {cpu['b_serial']:.2f} s")
+    print(
+        f"(c) check-jsonschema (peer) {c}"
+        + (f"   = {figures['c_over_b']:.1f} x (b)" if peer else "")
+    )
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

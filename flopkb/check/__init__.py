@@ -1,0 +1,81 @@
+"""Every check over a loaded KB; `run_checks(kb)` runs them all and returns the findings.
+
+Rule modules register themselves with `@check` when imported. Modules written by other parts of
+the project (units, evidence, graph) are imported when they exist, so this package never blocks
+on them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+
+from flopkb.findings import Finding, Severity, sorted_findings
+from flopkb.kb import KnowledgeBase, workers_for
+
+# In data-flow order: structure before references before provenance.
+CHECK_MODULES = ("structure", "references", "formulas", "provenance", "units", "evidence", "graph")
+
+
+def load_checks() -> None:
+    """Import every rule module present, which registers its rules and checks."""
+    for name in CHECK_MODULES:
+        module = f"flopkb.check.{name}"
+        if importlib.util.find_spec(module) is not None:
+            importlib.import_module(module)
+
+
+def _run_one(kb: KnowledgeBase, index: int) -> list[Finding]:
+    """Run CHECKS[index]; a crashing check becomes an FKB199 finding, never an exception."""
+    from flopkb.check.base import CHECKS, CheckContext
+
+    fn = CHECKS[index]
+    try:
+        return list(fn(CheckContext(kb)))
+    except Exception as exc:
+        name = f"{fn.__module__}.{fn.__qualname__}"
+        return [
+            Finding(
+                "FKB199", Severity.error, str(kb.root or ""), 0, 0, None,
+                f"internal error in check {name}: {type(exc).__name__}: {exc}",
+                "this is a bug in flopkb, not in the records; please report it",
+            )
+        ]  # fmt: skip
+
+
+# The KB a forked check worker inherits (set just before the pool forks; never pickled).
+_FORKED_KB: KnowledgeBase | None = None
+
+
+def _run_forked(index: int) -> list[Finding]:
+    assert _FORKED_KB is not None
+    return _run_one(_FORKED_KB, index)
+
+
+def run_checks(kb: KnowledgeBase) -> list[Finding]:
+    """Run every registered check once over the whole KB and return the sorted findings.
+
+    On a large KB the checks are spread over forked workers that inherit the loaded KB (nothing
+    is pickled but the findings coming back); each check still sees the whole KB.
+    """
+    global _FORKED_KB
+    load_checks()
+    from flopkb.check.base import CHECKS
+
+    workers = min(workers_for(len(kb.records)), len(CHECKS))
+    findings: list[Finding] = []
+    if workers <= 1:
+        for index in range(len(CHECKS)):
+            findings += _run_one(kb, index)
+        return sorted_findings(findings)
+    _FORKED_KB = kb
+    try:
+        context = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            for part in pool.map(_run_forked, range(len(CHECKS))):
+                findings += part
+    finally:
+        _FORKED_KB = None
+    return sorted_findings(findings)

@@ -1,0 +1,60 @@
+"""Rule 6, evidence integrity: evidence names a claim and an experiment that exist and the hashes
+of the kernel sources it ran; evidence whose kernels changed since is stale (a warning)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from flopkb.check.base import CheckContext, check, rule
+from flopkb.findings import Finding, Severity
+from flopkb.verify import registry
+from flopkb.verify.hashing import stale_evidence
+
+UNKNOWN_CLAIM = rule("FKB501", Severity.error, "evidence names a claim that does not exist")
+UNKNOWN_EXPERIMENT = rule("FKB502", Severity.error, "evidence names an unknown experiment")
+NO_HASHES = rule("FKB503", Severity.error, "evidence carries no kernel source hashes")
+STALE = rule("FKB504", Severity.warning, "evidence is stale: its kernel sources changed since")
+UNKNOWN_ACCELERATOR = rule("FKB505", Severity.error,
+                           "evidence names an accelerator that is not an accelerator record")
+CLAIM_EXPERIMENT = rule("FKB506", Severity.warning,
+                        "evidence's experiment differs from the one its claim row links to")
+ROW_EXPERIMENT = rule("FKB507", Severity.error,
+                      "a claim row's verify.experiment names no bundled experiment")
+
+
+@check
+def evidence_integrity(ctx: CheckContext) -> Iterator[Finding]:
+    kb = ctx.kb
+    for eid, ev in sorted(kb.evidence.items()):
+        if ev.claim is not None:
+            found = kb.claim(ev.claim)
+            if found is None:
+                yield ctx.finding(UNKNOWN_CLAIM, eid, ("claim",),
+                                  f"claim {ev.claim!r} does not exist",
+                                  hint="claims are <class record id>/<row id>")
+            elif found[1].verify and found[1].verify.experiment != ev.experiment:
+                yield ctx.finding(CLAIM_EXPERIMENT, eid, ("experiment",),
+                                  f"experiment {ev.experiment!r} but {ev.claim} links to "
+                                  f"{found[1].verify.experiment!r}")
+        if not registry.experiment_exists(ev.experiment):
+            yield ctx.finding(UNKNOWN_EXPERIMENT, eid, ("experiment",),
+                              f"no bundled experiment {ev.experiment!r}",
+                              hint=f"known: {', '.join(sorted(registry.EXPERIMENTS))}")
+        if not ev.kernel_hashes:
+            yield ctx.finding(NO_HASHES, eid, ("kernel_hashes",),
+                              "kernel_hashes is empty: the evidence cannot say what it ran")
+        if ev.accelerator is not None and ev.accelerator not in kb.accelerators:
+            yield ctx.finding(UNKNOWN_ACCELERATOR, eid, ("accelerator",),
+                              f"{ev.accelerator!r} is not an accelerator record")
+    for stale in stale_evidence(kb):
+        yield ctx.finding(STALE, stale.evidence, ("kernel_hashes",),
+                          f"kernel sources of {stale.experiment!r} changed since this evidence "
+                          f"({stale.describe()})",
+                          hint="run `flopkb verify --gpu --claim ...` again on this accelerator")
+    for cid, rec, row in kb.claims():
+        if row.verify is not None and not registry.experiment_exists(row.verify.experiment):
+            idx = rec.flop.hardware_parameters.index(row)
+            yield ctx.finding(ROW_EXPERIMENT, rec.id,
+                              ("flop", "hardware_parameters", idx, "verify", "experiment"),
+                              f"{cid}: no bundled experiment {row.verify.experiment!r}",
+                              hint=f"known: {', '.join(sorted(registry.EXPERIMENTS))}")

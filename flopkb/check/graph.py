@@ -1,0 +1,62 @@
+"""Checks over the dependency graph: orphan quantities and sources, claims not applicable on a part.
+
+Cycles among computed quantities are FKB403 (check/formulas.py); they are not checked again here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from flopkb.check.base import CheckContext, check, rule
+from flopkb.findings import Finding, Severity
+from flopkb.graph.build import node_id
+from flopkb.graph.queries import KBGraph, not_applicable
+
+ORPHAN_QUANTITY = rule(
+    "FKB601", Severity.warning,
+    "a quantity no accelerator specifies, no claim depends on and no formula uses",
+)  # fmt: skip
+ORPHAN_SOURCE = rule("FKB602", Severity.warning, "a source that no record cites")
+NOT_APPLICABLE = rule(
+    "FKB603", Severity.warning,
+    "a claim depends on a quantity that is null (unsupported) on an accelerator its class lists",
+)  # fmt: skip
+
+
+@check
+def graph_checks(ctx: CheckContext) -> Iterator[Finding]:
+    """FKB601-603 over one graph built for the whole KB."""
+    kg = KBGraph.from_kb(ctx.kb)
+    g = kg.g
+    for qid, q in sorted(ctx.kb.quantities.items()):
+        node = node_id("quantity", qid)
+        # A computed quantity is evaluated on every accelerator (`flopkb hw show`): never an orphan.
+        if q.formula is None and g.in_degree(node) == 0:
+            yield ctx.finding(
+                ORPHAN_QUANTITY, qid, ("id",),
+                f"quantity {qid} is used by nothing: no accelerator specifies it, no claim depends "
+                "on it, no formula uses it",
+                "add it to the accelerators' specs, or remove the record",
+            )  # fmt: skip
+    cited_by_class = {ref.id for c in ctx.kb.classes.values() for ref in c.sources}
+    for sid in sorted(ctx.kb.sources):
+        node = node_id("source", sid)
+        if g.in_degree(node) == 0 and sid not in cited_by_class:
+            yield ctx.finding(
+                ORPHAN_SOURCE, sid, ("id",),
+                f"source {sid} is cited by nothing (no claim, class or accelerator spec)",
+                "cite it where it backs a claim or a spec, or remove the record",
+            )  # fmt: skip
+    for claim, accelerators in not_applicable(kg).items():
+        record_id, _, row_id = claim.partition("/")
+        record = ctx.kb.classes[record_id]
+        index = next(i for i, r in enumerate(record.flop.hardware_parameters) if r.id == row_id)
+        row = record.flop.hardware_parameters[index]
+        for acc in accelerators:
+            yield ctx.finding(
+                NOT_APPLICABLE, record_id, ("flop", "hardware_parameters", index, "quantity"),
+                f"claim {claim} is not applicable on {acc}: {row.quantity} (or an input of it) "
+                f"is null there",
+                f"expected: verify reports it not-applicable on {acc}; drop {acc} from "
+                "affected_by_hardware if the class does not run there at all",
+            )  # fmt: skip

@@ -1,0 +1,117 @@
+"""Rule 4 of DESIGN: every reference names a record that exists and has the right kind.
+
+A reference to a file that failed to load is not reported again: that file has its own findings.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator
+
+from flopkb.check.base import CheckContext, check, rule
+from flopkb.findings import Finding, Severity
+from flopkb.load import dotted
+from flopkb.model import AcceleratorRecord, ClassRecord, QuantityRecord, SourceRecord
+
+MISSING = rule("FKB301", Severity.error, "a reference names a record that does not exist")
+WRONG_KIND = rule("FKB302", Severity.error, "a reference names a record of the wrong kind")
+
+_NOUN = {
+    AcceleratorRecord: "an accelerator",
+    QuantityRecord: "a quantity",
+    SourceRecord: "a source",
+    ClassRecord: "a class (operator or model)",
+}
+
+
+def _references(ctx: CheckContext) -> Iterator[tuple[str, tuple[str | int, ...], str, type]]:
+    """(record id, path of the reference, target id, expected record type) for every reference."""
+    kb = ctx.kb
+    for rid, record in kb.classes.items():
+        for i, acc in enumerate(record.affected_by_hardware):
+            yield rid, ("affected_by_hardware", i), acc, AcceleratorRecord
+        for i, src in enumerate(record.sources):
+            yield rid, ("sources", i, "id"), src.id, SourceRecord
+        for i, other in enumerate(record.related):
+            yield rid, ("related", i), other, ClassRecord
+        for i, row in enumerate(record.flop.hardware_parameters):
+            base = ("flop", "hardware_parameters", i)
+            yield rid, (*base, "quantity"), row.quantity, QuantityRecord
+            if row.source is not None:
+                yield rid, (*base, "source", "id"), row.source.id, SourceRecord
+    for rid, acc in kb.accelerators.items():
+        for qid, spec in acc.specs.items():
+            yield rid, ("specs", qid), qid, QuantityRecord
+            if spec.source is not None:
+                yield rid, ("specs", qid, "source", "id"), spec.source.id, SourceRecord
+        for i, src in enumerate(acc.sources):
+            yield rid, ("sources", i, "id"), src.id, SourceRecord
+
+
+class _Hints:
+    """Did-you-mean for unresolved ids, cheap at 10^4 records.
+
+    Only ids of the expected kind with the same first letter are compared, and of those at most
+    `POOL` sharing the longest prefix with the target (a typo rarely changes the start of an id).
+    """
+
+    POOL = 64
+
+    def __init__(self, kb: object) -> None:
+        self.kb = kb
+        self.buckets: dict[tuple[type, str], list[str]] = {}
+        self.memo: dict[tuple[str, type], str | None] = {}
+
+    def closest(self, target: str, expected: type) -> str | None:
+        if (target, expected) not in self.memo:
+            key = (expected, target[:1])
+            if key not in self.buckets:
+                ids = self.kb._of(expected)  # type: ignore[attr-defined]
+                self.buckets[key] = sorted(i for i in ids if i[:1] == target[:1])
+            pool = self.buckets[key]
+            if len(pool) > self.POOL:
+                pool = sorted(pool, key=lambda i: -_shared_prefix(i, target))[: self.POOL]
+            close = difflib.get_close_matches(target, pool, n=1)
+            self.memo[(target, expected)] = close[0] if close else None
+        return self.memo[(target, expected)]
+
+
+def _shared_prefix(a: str, b: str) -> int:
+    """How many leading characters `a` and `b` share."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _article(word: str) -> str:
+    return f"{'an' if word[0] in 'aeiou' else 'a'} {word}"
+
+
+@check
+def references_resolve(ctx: CheckContext) -> Iterator[Finding]:
+    """FKB301/FKB302: the target exists and is of the expected kind."""
+    kb = ctx.kb
+    hints = _Hints(kb)
+    for rid, path, target, expected in _references(ctx):
+        found = kb.records.get(target)
+        if isinstance(found, expected):
+            continue
+        noun = _NOUN[expected]
+        field = dotted(path)
+        if found is None:
+            if target in kb.unloaded:
+                continue
+            close = hints.closest(target, expected)
+            hint = f"did you mean {close!r}?" if close else None
+            yield ctx.finding(
+                MISSING, rid, path, f"{field}: {target!r} is not a record; expected {noun}", hint
+            )
+        elif not isinstance(found, expected):
+            yield ctx.finding(
+                WRONG_KIND, rid, path,
+                f"{field}: {target!r} is {_article(found.kind.value)} record "
+                f"({kb.file_of(target)}); expected {noun}",
+            )  # fmt: skip

@@ -1,0 +1,104 @@
+"""Units of accelerator specs: each spec is stored in its quantity's canonical unit.
+
+A spec in a different but convertible unit (3350 GB/s for a quantity in TB/s) is an error whose hint
+gives the converted value to store; a unit of another dimension is an error without a conversion.
+A null value (an absent hardware path) needs a note saying why. Every accelerator specifies the
+required datasheet quantities of DESIGN that the KB defines (a value, or null with a note).
+
+Conversion is a prefix table, not a units library: the canonical units are vendor units (TOPS,
+TFLOP/s, GB, KiB) that a general library does not model as such, and six prefixes do not earn a
+dependency (docs/kb.md says more).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from flopkb.check.base import CheckContext, check, rule
+from flopkb.findings import Finding, Severity
+
+UNIT_CONVERTIBLE = rule(
+    "FKB410",
+    Severity.error,
+    "a spec is in a unit other than its quantity's canonical unit (convertible)",
+)
+UNIT_MISMATCH = rule(
+    "FKB411", Severity.error, "a spec's unit is not a unit of its quantity's dimension"
+)
+NULL_WITHOUT_NOTE = rule(
+    "FKB412", Severity.error, "a null spec (absent feature) has no note saying why"
+)
+MISSING_REQUIRED_SPEC = rule(
+    "FKB413", Severity.warning, "an accelerator does not specify a required datasheet quantity"
+)
+
+# The datasheet quantities every accelerator gives (DESIGN, "Required ids").
+REQUIRED_SPECS = (
+    "bf16_tensor_flops", "fp16_tensor_flops", "tf32_tensor_flops", "int8_tensor_ops",
+    "int4_tensor_ops", "fp32_simt_flops", "hbm_bandwidth", "memory_capacity", "l2_cache_size",
+    "smem_per_sm", "sm_count",
+)  # fmt: skip
+
+# unit -> (dimension, factor to the dimension's base unit). Decimal prefixes for rates and
+# capacities as vendors print them; KiB/MiB binary; "KB" is read as 1000 bytes.
+_UNITS: dict[str, tuple[str, float]] = {
+    **{f"{p}FLOP/s": ("flop_rate", f) for p, f in (("G", 1e9), ("T", 1e12), ("P", 1e15))},
+    **{f"{p}FLOPS": ("flop_rate", f) for p, f in (("G", 1e9), ("T", 1e12), ("P", 1e15))},
+    **{f"{p}OPS": ("op_rate", f) for p, f in (("G", 1e9), ("T", 1e12), ("P", 1e15))},
+    **{f"{p}B/s": ("byte_rate", f) for p, f in (("M", 1e6), ("G", 1e9), ("T", 1e12))},
+    **{f"{p}B": ("bytes", f) for p, f in (("K", 1e3), ("M", 1e6), ("G", 1e9), ("T", 1e12))},
+    **{f"{p}iB": ("bytes", f) for p, f in (("K", 2.0**10), ("M", 2.0**20), ("G", 2.0**30))},
+}
+
+
+def convert(value: float, unit: str, target: str) -> float | None:
+    """`value` in `unit` expressed in `target`, or None when the two are not of one dimension."""
+    a, b = _UNITS.get(unit), _UNITS.get(target)
+    if a is None or b is None or a[0] != b[0]:
+        return None
+    return value * a[1] / b[1]
+
+
+@check
+def spec_units(ctx: CheckContext) -> Iterator[Finding]:
+    """FKB410-413: units match the quantity, nulls carry notes, required specs are present."""
+    quantities = ctx.kb.quantities
+    for acc_id, acc in sorted(ctx.kb.accelerators.items()):
+        for qid, spec in sorted(acc.specs.items()):
+            path = ("specs", qid)
+            if spec.value is None and not (spec.note and spec.note.strip()):
+                yield ctx.finding(
+                    NULL_WITHOUT_NOTE, acc_id, path,
+                    f"{qid} is null (not supported) but has no note saying why",
+                    "add note: e.g. 'Hopper has no INT4 tensor-core path'",
+                )  # fmt: skip
+            quantity = quantities.get(qid)
+            if quantity is None or spec.unit == quantity.unit:
+                continue
+            converted = (
+                None if spec.value is None else convert(spec.value, spec.unit, quantity.unit)
+            )
+            if converted is not None or (
+                spec.value is None and convert(1.0, spec.unit, quantity.unit)
+            ):
+                hint = f"store it in {quantity.unit}"
+                if converted is not None:
+                    hint = f"store value: {converted:.6g}, unit: {quantity.unit}"
+                yield ctx.finding(
+                    UNIT_CONVERTIBLE, acc_id, (*path, "unit"),
+                    f"{qid} is given in {spec.unit!r}; its quantity is in {quantity.unit!r}",
+                    hint,
+                )  # fmt: skip
+            else:
+                yield ctx.finding(
+                    UNIT_MISMATCH, acc_id, (*path, "unit"),
+                    f"{qid} is given in {spec.unit!r}, not a unit of {qid} ({quantity.unit!r})",
+                    f"expected {quantity.unit!r}",
+                )  # fmt: skip
+        for qid in REQUIRED_SPECS:
+            if qid in quantities and qid not in acc.specs:
+                yield ctx.finding(
+                    MISSING_REQUIRED_SPEC, acc_id, ("specs",),
+                    f"{acc_id} does not specify {qid}",
+                    f"add {qid} with value, unit and source (or value: null and a note)",
+                )  # fmt: skip

@@ -1,0 +1,76 @@
+"""Every claim of the KB as a flat row, with the latest verdict per accelerator from evidence."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flopkb.hardware import UnknownRecord
+from flopkb.kb import KnowledgeBase
+from flopkb.model import Basis, EvidenceRecord
+
+# Evidence that matched no accelerator record is still shown, under this key.
+UNMATCHED = "unmatched"
+
+
+def latest_verdicts(kb: KnowledgeBase) -> dict[str, dict[str, str]]:
+    """claim id -> {accelerator id: verdict of the newest evidence for that claim on that part}."""
+    newest: dict[tuple[str, str], EvidenceRecord] = {}
+    for ev in kb.evidence.values():
+        if ev.claim is None:
+            continue
+        key = (ev.claim, ev.accelerator or UNMATCHED)
+        prev = newest.get(key)
+        if prev is None or (ev.timestamp, ev.id) > (prev.timestamp, prev.id):
+            newest[key] = ev
+    verdicts: dict[str, dict[str, str]] = {}
+    for (claim, acc), ev in sorted(newest.items()):
+        verdicts.setdefault(claim, {})[acc] = ev.verdict.value
+    return verdicts
+
+
+def list_claims(
+    kb: KnowledgeBase,
+    record: str | None = None,
+    quantity: str | None = None,
+    basis: str | Basis | None = None,
+    accelerator: str | None = None,
+) -> list[dict[str, Any]]:
+    """Claims as `[{"claim","record","quantity","magnitude","basis","verdicts":{acc: verdict}}]`.
+
+    Filters: `record` (class id), `quantity` (the row's quantity id, exactly), `basis`, and
+    `accelerator` (claims whose class lists it in `affected_by_hardware`; verdicts narrowed to it).
+    An unknown record, quantity or accelerator id raises `UnknownRecord`: a typo is not an empty
+    result.
+    """
+    if record is not None and record not in kb.classes:
+        raise UnknownRecord("class", record, kb.classes)
+    if quantity is not None and quantity not in kb.quantities:
+        raise UnknownRecord("quantity", quantity, kb.quantities)
+    if accelerator is not None and accelerator not in kb.accelerators:
+        raise UnknownRecord("accelerator", accelerator, kb.accelerators)
+    wanted_basis = Basis(basis) if basis is not None else None
+    verdicts = latest_verdicts(kb)
+    rows: list[dict[str, Any]] = []
+    for claim_id, rec, row in kb.claims():
+        if record is not None and rec.id != record:
+            continue
+        if quantity is not None and row.quantity != quantity:
+            continue
+        if wanted_basis is not None and row.basis != wanted_basis:
+            continue
+        if accelerator is not None and accelerator not in rec.affected_by_hardware:
+            continue
+        found = verdicts.get(claim_id, {})
+        if accelerator is not None:
+            found = {acc: v for acc, v in found.items() if acc == accelerator}
+        rows.append(
+            {
+                "claim": claim_id,
+                "record": rec.id,
+                "quantity": row.quantity,
+                "magnitude": row.magnitude,
+                "basis": row.basis.value,
+                "verdicts": dict(found),
+            }
+        )
+    return rows

@@ -1,0 +1,232 @@
+"""`flopkb extract`: propose `hardware_parameters` rows from prose; it cannot invent a figure.
+
+The proposer reads the prose sentence by sentence (whitespace normalised, as provenance rule 1
+does). A sentence that carries a figure in a form the magnitude grammar knows (`2-8x`, `about 20%`,
+`6x faster at sequence length 16K`, `crosses ... at sequence length 2K`, `3:1`, `Q = 64`) gives one
+candidate per figure; a sentence with no figure but with hardware-cost wording gives one
+`qualitative` candidate. Each candidate's `effect` is the whole sentence (a verbatim span of the
+normalised prose), its magnitude is lifted from that sentence and parsed by the grammar (figures
+that do not parse are dropped), its quantity is guessed from keywords, and its basis is always
+`unverified`: a curator upgrades it after finding a source. It is the "schema authority pass" of
+the starting material, done by a tool that can only copy.
+
+Reproduction (what docs/kb.md reports): a proposed row reproduces a bundled row of the same record
+when one effect contains the other after whitespace normalisation and both magnitudes parse to the
+same value (kind, low, high, unit, bound and `at` condition).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from flopkb.kb import KnowledgeBase
+from flopkb.magnitude import Magnitude, MagnitudeError, parse_magnitude
+from flopkb.model import ClassRecord
+
+_NUM = r"\d+(?:\.\d+)?"
+_QUAL = r"(?P<qual>\bup to\s+|\babout\s+|~)?"
+# A ratio must touch its `x` ("2-8x", "6x"): "M x K" or "2 x 3" are shapes, not ratios.
+_RATIO = re.compile(
+    rf"{_QUAL}(?<![\w.])(?P<lo>{_NUM})(?:-(?P<hi>{_NUM}))?[x\u00d7](?![\w])"
+    rf"(?:(?:\s+[A-Za-z-]+){{0,2}}?\s+at\s+(?:sequence length\s+)?(?P<size>{_NUM}[KMG])\b)?"
+)
+_PERCENT = re.compile(rf"{_QUAL}(?<![\w.])(?P<lo>{_NUM})(?:-(?P<hi>{_NUM}))?%")
+_CROSS = re.compile(rf"\bcross\w*\b[^;]*?\bat\s+(?:sequence length\s+)?(?P<size>{_NUM}[KMG])\b")
+_BEYOND = re.compile(rf"\b(?:beyond|starting at)\s+(?:sequence length\s+)?(?P<size>{_NUM}[KMG])\b")
+_PROPORTION = re.compile(rf"(?<![\w.:])(?P<a>{_NUM}):(?P<b>{_NUM})(?![\w:])")
+_VALUE = re.compile(rf"\b(?P<name>[A-Za-z][A-Za-z_0-9]*)\s*=\s*(?P<val>{_NUM})(?![\w]|\.\d)")
+# Sentence ends: ., ! or ? then space then a capital or an opening bracket ("Sec. 9.3" survives).
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(])")
+
+# Wording that makes a figure-less sentence a hardware-cost claim worth proposing.
+_CLAIM_WORDS = re.compile(
+    r"faster|slower|beat|cannot|overhead|efficien|bound\b|cost|pressure|insufficient|"
+    r"does not guarantee|friendly|predicts|dominat|not applicable|trade|speedup|rugged|misses|"
+    r"worst|price|choice|limit",
+    re.IGNORECASE,
+)
+_HARDWARE_WORDS = re.compile(
+    r"tensor[- ]core|matmul|matrix product|GEMM|SIMT|CUDA cores|bandwidth|memory|KV cache|VRAM|"
+    r"\bSMs?\b|scan|kernel|throughput|INT8|INT4|atomic|reproducib|determinis|FLOP|chunk|hardware|"
+    r"run_to_run|gpu_to_gpu",
+    re.IGNORECASE,
+)
+# Quantity guesses, first match wins; the curator checks them.
+_QUANTITY_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(p, re.IGNORECASE), q)
+    for p, q in (
+        (r"\bINT4\b", "int4_tensor_ops"),
+        (r"\bINT8\b", "int8_tensor_ops"),
+        (r"KV cache|VRAM|memory footprint|memory capacity", "memory_capacity"),
+        (r"shared memory|chunk size", "smem_per_sm"),
+        (r"bandwidth|memory-bound|generat|decod|streaming", "hbm_bandwidth"),
+        (r"non-matmul|softmax|SIMT|CUDA cores|decay", "tensor_to_simt_ratio"),
+        (r"\bscan\b", "fp32_simt_flops"),
+        (r"atomic|determinis|reproducib|\bSMs?\b", "sm_count"),
+    )
+)
+_DEFAULT_QUANTITY = "bf16_tensor_flops"
+_STOP = frozenset(
+    {"a", "an", "the", "of", "to", "in", "on", "at", "and", "or", "but", "is", "are", "be", "for"}
+    | {"with", "by", "as", "it", "its", "than", "that", "this", "from", "so", "which", "when"}
+    | {"where", "their", "there", "these", "those", "not", "no"}
+)
+
+
+def normalise(text: str) -> str:
+    """Whitespace runs to one space, typographic dashes and quotes to ASCII (as rule 1 does)."""
+    text = text.replace("\u2013", "-").replace("\u2014", "-").replace("\u2019", "'")
+    text = text.replace("\u201c", '"').replace("\u201d", '"')
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def sentences(prose: str) -> list[str]:
+    """The prose's sentences, each a verbatim span of `normalise(prose)`."""
+    return [s.strip() for s in _SENTENCE_END.split(normalise(prose)) if s.strip()]
+
+
+def _qual(match: re.Match[str]) -> str:
+    qual = (match["qual"] or "").strip().lower()
+    return {"up to": "up to ", "about": "~", "~": "~"}.get(qual, "")
+
+
+def lift_magnitudes(sentence: str) -> list[str]:
+    """Every figure of `sentence` written in the magnitude grammar, in order, without duplicates."""
+    found: list[tuple[int, str]] = []
+    for m in _RATIO.finditer(sentence):
+        text = f"{_qual(m)}{m['lo']}{'-' + m['hi'] if m['hi'] else ''}x"
+        found.append((m.start("lo"), f"{text} at {m['size']}" if m["size"] else text))
+    for m in _PERCENT.finditer(sentence):
+        found.append((m.start("lo"), f"{_qual(m)}{m['lo']}{'-' + m['hi'] if m['hi'] else ''}%"))
+    for pattern in (_CROSS, _BEYOND):
+        for m in pattern.finditer(sentence):
+            found.append((m.start("size"), f"crossover at {m['size']}"))
+    for m in _PROPORTION.finditer(sentence):
+        found.append((m.start(), f"{m['a']}:{m['b']}"))
+    for m in _VALUE.finditer(sentence):
+        found.append((m.start(), f"{m['name']}={m['val']}"))
+    result: list[str] = []
+    for _, text in sorted(found):
+        try:
+            parse_magnitude(text)
+        except MagnitudeError:
+            continue
+        if text not in result:
+            result.append(text)
+    return result
+
+
+def guess_quantity(sentence: str) -> str:
+    for pattern, quantity in _QUANTITY_RULES:
+        if pattern.search(sentence):
+            return quantity
+    return _DEFAULT_QUANTITY
+
+
+def _slug(sentence: str, magnitude: str) -> str:
+    words = [w for w in re.findall(r"[a-z0-9]+", sentence.lower()) if w not in _STOP]
+    base = "-".join(words[:4]) or "claim"
+    if magnitude != "qualitative":
+        base += "-" + re.sub(r"[^a-z0-9]+", "-", magnitude.lower()).strip("-")
+    return base[:70].strip("-")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A proposed row; `as_row()` is what the curator pastes under `hardware_parameters`."""
+
+    id: str
+    quantity: str
+    effect: str
+    magnitude: str
+
+    def as_row(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "quantity": self.quantity,
+            "effect": self.effect,
+            "magnitude": self.magnitude,
+            "basis": "unverified",
+        }
+
+
+def propose(record: ClassRecord) -> list[Candidate]:
+    """Candidate rows for `record`, in prose order; every effect is a sentence of the prose."""
+    out: list[Candidate] = []
+    ids: set[str] = set()
+    for sentence in sentences(record.prose):
+        magnitudes = lift_magnitudes(sentence)
+        if not magnitudes:
+            if not (_CLAIM_WORDS.search(sentence) and _HARDWARE_WORDS.search(sentence)):
+                continue
+            magnitudes = ["qualitative"]
+        for magnitude in magnitudes:
+            row_id = base = _slug(sentence, magnitude)
+            n = 2
+            while row_id in ids:
+                row_id, n = f"{base}-{n}", n + 1
+            ids.add(row_id)
+            out.append(Candidate(row_id, guess_quantity(sentence), sentence, magnitude))
+    return out
+
+
+def to_yaml(candidates: list[Candidate]) -> str:
+    """The candidates as a YAML list a curator can paste under `flop.hardware_parameters`."""
+    rows = [c.as_row() for c in candidates]
+    return yaml.safe_dump(rows, sort_keys=False, allow_unicode=True, width=100)
+
+
+def _same_magnitude(a: Magnitude, b: Magnitude) -> bool:
+    return (a.kind, a.low, a.high, a.unit, a.bound, a.condition.get("at")) == (
+        b.kind,
+        b.low,
+        b.high,
+        b.unit,
+        b.bound,
+        b.condition.get("at"),
+    )
+
+
+def reproduces(candidate: Candidate, effect: str, magnitude: str) -> bool:
+    """True when the effects overlap by containment (normalised) and the magnitudes parse equal."""
+    mine, theirs = normalise(candidate.effect), normalise(effect)
+    if theirs not in mine and mine not in theirs:
+        return False
+    try:
+        return _same_magnitude(parse_magnitude(candidate.magnitude), parse_magnitude(magnitude))
+    except MagnitudeError:
+        return False
+
+
+def reproduction(kb: KnowledgeBase) -> dict[str, Any]:
+    """How many bundled rows `propose` reproduces: `{"reproduced", "total", "missed": [claim ids]}`,
+    plus how many of the reproduced rows also got the bundled quantity guessed right."""
+    total = reproduced = same_quantity = 0
+    missed: list[str] = []
+    for claim_id, record, row in kb.claims():
+        total += 1
+        hits = [c for c in propose(record) if reproduces(c, row.effect, row.magnitude)]
+        if hits:
+            reproduced += 1
+            same_quantity += any(c.quantity == row.quantity for c in hits)
+        else:
+            missed.append(claim_id)
+    return {
+        "reproduced": reproduced,
+        "total": total,
+        "same_quantity": same_quantity,
+        "missed": missed,
+    }
+
+
+def iter_effects(kb: KnowledgeBase) -> Iterator[tuple[str, str, str]]:
+    """(record id, normalised prose, proposed effect) for every proposal over the KB: for tests."""
+    for rid, record in sorted(kb.classes.items()):
+        prose = normalise(record.prose)
+        for candidate in propose(record):
+            yield rid, prose, candidate.effect

@@ -1,0 +1,126 @@
+"""Serialise the dependency graph: node-link JSON, GraphML and Graphviz DOT, as text.
+
+All three are deterministic (nodes and edges sorted) so that exports diff cleanly in git.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import networkx as nx
+
+from flopkb.graph.build import KINDS
+
+FORMATS = ("json", "graphml", "dot")
+
+# Fill colours by node kind, shared with the renderer so the DOT export and the picture agree.
+KIND_COLOURS = {
+    "class": "#4c72b0",
+    "claim": "#dddddd",
+    "quantity": "#55a868",
+    "accelerator": "#c44e52",
+    "source": "#8172b2",
+    "evidence": "#ccb974",
+}
+KIND_SHAPES = {
+    "class": "box",
+    "claim": "note",
+    "quantity": "ellipse",
+    "accelerator": "box3d",
+    "source": "folder",
+    "evidence": "cds",
+}
+
+
+def _sorted_copy(g: nx.DiGraph) -> nx.DiGraph:
+    out = nx.DiGraph()
+    out.graph.update(g.graph)
+    out.add_nodes_from(sorted(g.nodes(data=True)))
+    out.add_edges_from(sorted(g.edges(data=True), key=lambda e: e[:2]))
+    return out
+
+
+def to_json(g: nx.DiGraph) -> str:
+    """Node-link JSON (`networkx.node_link_data`, edges under "edges"); read back with
+    `networkx.node_link_graph(data, edges="edges")`."""
+    data = nx.node_link_data(_sorted_copy(g), edges="edges")
+    return json.dumps(data, indent=1, sort_keys=True, default=str) + "\n"
+
+
+def _scalar(value: Any) -> str | int | float | bool:
+    if isinstance(value, bool | int | float | str):
+        return value
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def to_graphml(g: nx.DiGraph) -> str:
+    """GraphML. GraphML holds scalars only: None attributes are left out, lists and dicts are
+    written as JSON strings (e.g. a claim's `conditions`)."""
+    out = nx.DiGraph()
+    out.add_nodes_from(
+        (n, {k: _scalar(v) for k, v in d.items() if v is not None})
+        for n, d in sorted(g.nodes(data=True))
+    )
+    out.add_edges_from(
+        (u, v, {a: _scalar(x) for a, x in d.items() if x is not None})
+        for u, v, d in sorted(g.edges(data=True), key=lambda e: e[:2])
+    )
+    return "\n".join(nx.generate_graphml(out)) + "\n"
+
+
+def dot_quote(text: object) -> str:
+    """A DOT double-quoted string: backslashes, quotes and newlines escaped."""
+    body = str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{body}"'
+
+
+def to_dot(g: nx.DiGraph, rank_by_kind: bool = True) -> str:
+    """Graphviz DOT: nodes styled by kind, edges labelled with their relation; with `rank_by_kind`
+    nodes of one kind share a rank, so `dot` lays the graph out in layers by kind."""
+    lines = [
+        "digraph flopkb {",
+        "  rankdir=LR; ranksep=1.2; nodesep=0.08; overlap=false; splines=true;",
+        '  node [style=filled, fontname="Helvetica", fontsize=10];',
+        '  edge [fontname="Helvetica", fontsize=7, color="#00000055"];',
+    ]
+    for n, d in sorted(g.nodes(data=True)):
+        attrs = {
+            "label": d.get("label", n),
+            "shape": KIND_SHAPES.get(d.get("kind", ""), "ellipse"),
+            "fillcolor": d.get("fill") or KIND_COLOURS.get(d.get("kind", ""), "#ffffff"),
+            "kind": d.get("kind", ""),
+            "tooltip": d.get("title") or d.get("effect") or n,
+        }
+        lines.append(f"  {dot_quote(n)} [{_attrs(attrs)}];")
+    if rank_by_kind:
+        for kind in KINDS:
+            members = sorted(n for n, d in g.nodes(data=True) if d.get("kind") == kind)
+            if members:
+                lines.append("  { rank=same; " + " ".join(dot_quote(m) for m in members) + " }")
+    for u, v, d in sorted(g.edges(data=True), key=lambda e: e[:2]):
+        attrs = {"label": d.get("relation", "")}
+        if d.get("color"):
+            attrs["color"] = d["color"]
+        lines.append(f"  {dot_quote(u)} -> {dot_quote(v)} [{_attrs(attrs)}];")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _attrs(attrs: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={dot_quote(v)}" for k, v in attrs.items())
+
+
+WRITERS: dict[str, Callable[[nx.DiGraph], str]] = {
+    "json": to_json,
+    "graphml": to_graphml,
+    "dot": to_dot,
+}
+
+
+def export(g: nx.DiGraph, fmt: str) -> str:
+    """The graph as text in `fmt` (one of FORMATS)."""
+    if fmt not in WRITERS:
+        raise ValueError(f"expected one of {', '.join(FORMATS)}, got {fmt!r}")
+    return WRITERS[fmt](g)

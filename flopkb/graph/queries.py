@@ -1,0 +1,512 @@
+"""Questions asked of the dependency graph: affects, why, diff, what-if, path, status.
+
+Every query returns plain JSON-ready data (dicts, lists, strings, numbers, None): the CLI prints it
+as is with `--format json`, and renders it as trees and tables for people. Claim, class and record
+ids in answers are bare (`mamba2-ssd/ssd-vs-fused-scan`); graph paths name nodes by their graph key
+(`quantity:hbm_bandwidth`) and give each edge as `{"source", "relation", "target"}` in its stored
+direction, so a path reads as "claim depends_on ridge_point_bf16 derived_from hbm_bandwidth".
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+
+from flopkb.formula import FormulaError, parse_formula
+from flopkb.graph.build import EVIDENCE_RELATIONS, KINDS, build_graph, node_id, split_node
+from flopkb.graph.staleness import stale_evidence
+from flopkb.graph.values import PartValues, Value, ratio
+from flopkb.hardware import HardwareModel, hw_compare
+from flopkb.kb import KnowledgeBase
+from flopkb.model import QuantityRecord
+
+Edge = dict[str, str]
+# Verdicts that say something about the number; error, not-run and not-applicable runs do not.
+MEASURING = frozenset({"confirmed", "refuted", "inconclusive"})
+
+
+class GraphQueryError(ValueError):
+    """A query that cannot be answered as asked (wrong kind of id, bad value): one clear line."""
+
+
+class UnknownIdError(GraphQueryError):
+    """An id that names no node; `suggestions` holds the closest known ids."""
+
+    def __init__(self, text: str, suggestions: list[str], kinds: Iterable[str] = KINDS) -> None:
+        self.text = text
+        self.suggestions = suggestions
+        what = " or ".join(kinds)
+        hint = f" (did you mean {', '.join(suggestions)}?)" if suggestions else ""
+        super().__init__(f"unknown {what} id {text!r}{hint}")
+
+
+@dataclass
+class KBGraph:
+    """A knowledge base with its dependency graph, built once and queried many times."""
+
+    kb: KnowledgeBase
+    g: nx.DiGraph
+    _model: HardwareModel | None = None
+    _parts: dict[str, PartValues] = field(default_factory=dict)
+    _closures: dict[str, frozenset[str]] = field(default_factory=dict)
+    _nulls: dict[str, frozenset[str]] | None = None
+
+    @classmethod
+    def from_kb(cls, kb: KnowledgeBase) -> KBGraph:
+        return cls(kb, build_graph(kb))
+
+    @property
+    def model(self) -> HardwareModel:
+        """flopkb.hardware's model of the KB, built on first use (affects does not need it)."""
+        if self._model is None:
+            self._model = HardwareModel(self.kb)
+        return self._model
+
+    @property
+    def _quantities(self) -> dict[str, QuantityRecord]:
+        return self.model.quantities
+
+    def resolve(self, text: str, kinds: Iterable[str] = KINDS) -> str:
+        """The graph key of a bare or prefixed id, restricted to `kinds`; UnknownIdError if none."""
+        kinds = tuple(kinds)
+        kind, sep, _ = text.partition(":")
+        if sep and kind in KINDS:
+            candidates = [text] if text in self.g else []
+        elif "/" in text:
+            candidates = [node_id("claim", text)] if node_id("claim", text) in self.g else []
+        else:
+            candidates = [node_id(k, text) for k in KINDS if node_id(k, text) in self.g]
+        if not candidates:
+            labels = sorted({d["label"] for _, d in self.g.nodes(data=True) if d["kind"] in kinds})
+            raise UnknownIdError(
+                text, difflib.get_close_matches(text, labels, n=3, cutoff=0.6), kinds
+            )
+        wanted = [c for c in candidates if split_node(c)[0] in kinds]
+        if not wanted:
+            found = split_node(candidates[0])[0]
+            raise GraphQueryError(f"{text!r} is a {found}; expected a {' or '.join(kinds)} id")
+        return wanted[0]
+
+    def values(self, accelerator: str) -> PartValues:
+        """Quantity values on an accelerator (bare id), evaluated lazily and cached."""
+        if accelerator not in self._parts:
+            record = self.kb.records[accelerator]
+            self._parts[accelerator] = PartValues(self.model, record, self._quantities)  # type: ignore[arg-type]
+        return self._parts[accelerator]
+
+    def inputs(self, quantity: str) -> frozenset[str]:
+        """Bare ids: `quantity` and every quantity it is computed from, transitively (memoised)."""
+        if quantity not in self._closures:
+            self._closures[quantity] = frozenset()  # cut cycles (FKB403 reports them)
+            node = node_id("quantity", quantity)
+            below = {quantity}
+            if node in self.g:
+                for i, _ in self.out_by(node, "derived_from"):
+                    below |= self.inputs(_bare(i))
+            self._closures[quantity] = frozenset(below)
+        return self._closures[quantity]
+
+    def null_specs(self, accelerator: str) -> frozenset[str]:
+        """Bare ids of the quantities an accelerator (bare id) lists as null: features it lacks."""
+        if self._nulls is None:
+            self._nulls = {}
+            for node, data in self.g.nodes(data=True):
+                if data["kind"] == "accelerator":
+                    self._nulls[data["label"]] = frozenset(
+                        _bare(q) for q, d in self.out_by(node, "specifies") if d["value"] is None
+                    )
+        return self._nulls.get(accelerator, frozenset())
+
+    def out_by(self, node: str, relation: str) -> list[tuple[str, dict[str, Any]]]:
+        return [(v, d) for v, d in self.g.succ[node].items() if d["relation"] == relation]
+
+    def in_by(self, node: str, relation: str) -> list[tuple[str, dict[str, Any]]]:
+        return [(u, d) for u, d in self.g.pred[node].items() if d["relation"] == relation]
+
+
+def _edge(u: str, relation: str, v: str) -> Edge:
+    return {"source": u, "relation": relation, "target": v}
+
+
+def _bare(node: str) -> str:
+    return split_node(node)[1]
+
+
+def _dependents(kg: KBGraph, quantity: str) -> tuple[dict[str, list[Edge]], dict[str, list[Edge]]]:
+    """Quantities computed from `quantity` (transitively) and the claims that depend on any of them.
+
+    Returns (quantity node -> edges from it down to `quantity`, claim node -> edges from the claim
+    down to `quantity`); breadth-first, so each path is a shortest one.
+    """
+    down: dict[str, list[Edge]] = {quantity: []}
+    queue = deque([quantity])
+    while queue:
+        cur = queue.popleft()
+        for pred, _ in kg.in_by(cur, "derived_from"):
+            if pred not in down:
+                down[pred] = [_edge(pred, "derived_from", cur), *down[cur]]
+                queue.append(pred)
+    claims: dict[str, list[Edge]] = {}
+    for q, path in down.items():
+        for claim, _ in kg.in_by(q, "depends_on"):
+            if claim not in claims or len(path) + 1 < len(claims[claim]):
+                claims[claim] = [_edge(claim, "depends_on", q), *path]
+    return down, claims
+
+
+def _owner(kg: KBGraph, claim: str) -> str:
+    return node_id("class", kg.g.nodes[claim]["record"])
+
+
+def affects(kg: KBGraph, ident: str, via_specs: bool = True) -> dict[str, Any]:
+    """Every claim and class that depends on a quantity, accelerator or source, with the path.
+
+    quantity: claims depending on it or on a quantity computed from it (transitively).
+    accelerator: claims of the classes affected by it, plus (`via_specs`) claims depending on a
+        quantity it specifies with a value (a null spec moves nothing).
+    source: claims citing it, plus claims that depend, on a part whose (non-null) spec it backs,
+        on that spec's quantity (only for classes affected by that part).
+    """
+    node = kg.resolve(ident, ("quantity", "accelerator", "source"))
+    kind = split_node(node)[0]
+    paths: dict[str, list[Edge]] = {}
+    quantities: set[str] = set()
+    classes: set[str] = set()
+
+    def take(
+        found: Mapping[str, list[Edge]], tail: list[Edge], only: set[str] | None = None
+    ) -> None:
+        for claim, path in found.items():
+            if only is not None and _owner(kg, claim) not in only:
+                continue
+            if claim not in paths or len(path) + len(tail) < len(paths[claim]):
+                paths[claim] = [*path, *tail]
+
+    if kind == "quantity":
+        down, found = _dependents(kg, node)
+        quantities |= set(down) - {node}
+        take(found, [])
+    elif kind == "accelerator":
+        for cls, _ in kg.in_by(node, "affected_by"):
+            classes.add(cls)
+            for claim, _ in kg.out_by(cls, "has"):
+                take({claim: [_edge(cls, "has", claim), _edge(cls, "affected_by", node)]}, [])
+        if via_specs:
+            for q, data in kg.out_by(node, "specifies"):
+                if data.get("value") is not None:
+                    down, found = _dependents(kg, q)
+                    quantities |= set(down) - {q}
+                    take(found, [_edge(node, "specifies", q)])
+    else:
+        for claim, _ in kg.in_by(node, "cites"):
+            if split_node(claim)[0] == "claim":
+                take({claim: [_edge(claim, "cites", node)]}, [])
+        for acc, data in kg.in_by(node, "cites"):
+            if split_node(acc)[0] != "accelerator":
+                continue
+            affected = {c for c, _ in kg.in_by(acc, "affected_by")}
+            for qid in data.get("quantities", []):
+                q = node_id("quantity", qid)
+                # a null spec (the part lacks the feature) moves nothing, as for `affects ACC`
+                if q not in kg.g or kg.g[acc][q].get("value") is None:
+                    continue
+                down, found = _dependents(kg, q)
+                tail = [_edge(acc, "specifies", q), _edge(acc, "cites", node)]
+                before = set(paths)
+                take(found, tail, only=affected)
+                if set(paths) != before:
+                    quantities |= set(down) - {q}
+    classes |= {_owner(kg, c) for c in paths}
+    return {
+        "id": _bare(node),
+        "kind": kind,
+        "claims": sorted(_bare(c) for c in paths),
+        "classes": sorted(_bare(c) for c in classes),
+        "quantities": sorted(_bare(q) for q in quantities),
+        "paths": {_bare(c): paths[c] for c in sorted(paths)},
+    }
+
+
+def latest_verdicts(kg: KBGraph, claim: str) -> dict[str, dict[str, Any]]:
+    """accelerator id -> latest evidence on it for `claim`: `{"verdict", "evidence", "timestamp"}`.
+
+    The latest evidence that measured something (confirmed, refuted, inconclusive) wins over later
+    runs that did not (error, not-run, not-applicable); evidence naming no accelerator keys as "?".
+    """
+    best: dict[str, tuple[tuple[bool, str], dict[str, Any]]] = {}
+    for ev, data in kg.g.pred[claim].items():
+        if data["relation"] not in EVIDENCE_RELATIONS:
+            continue
+        acc = data.get("accelerator") or "?"
+        rank = (data["verdict"] in MEASURING, data["timestamp"])
+        if acc not in best or rank > best[acc][0]:
+            entry = {
+                "verdict": data["verdict"],
+                "evidence": _bare(ev),
+                "timestamp": data["timestamp"],
+            }
+            best[acc] = (rank, entry)
+    return {acc: best[acc][1] for acc in sorted(best)}
+
+
+def _claim_quantities(kg: KBGraph, claim: str) -> list[str]:
+    """Bare ids of the quantities a claim depends on directly (its quantity, formula inputs)."""
+    return sorted(_bare(q) for q, _ in kg.out_by(claim, "depends_on"))
+
+
+def _not_applicable_on(kg: KBGraph, claim: str, accelerators: Iterable[str]) -> list[str]:
+    """Accelerators (bare ids) where a quantity the claim depends on, or an input it is computed
+    from, is null: the part lacks the feature (a missing figure is unknown, not inapplicable)."""
+    depends: frozenset[str] = frozenset()
+    for q in _claim_quantities(kg, claim):
+        depends |= kg.inputs(q)
+    return [acc for acc in accelerators if kg.null_specs(acc) & depends]
+
+
+def not_applicable(kg: KBGraph) -> dict[str, list[str]]:
+    """claim id -> accelerators of its class's `affected_by_hardware` where it does not apply."""
+    out: dict[str, list[str]] = {}
+    for claim, data in sorted(kg.g.nodes(data=True)):
+        if data["kind"] != "claim":
+            continue
+        cls = _owner(kg, claim)
+        accs = [_bare(a) for a, _ in kg.out_by(cls, "affected_by")]
+        na = _not_applicable_on(kg, claim, sorted(accs))
+        if na:
+            out[_bare(claim)] = na
+    return out
+
+
+def _inputs_closure(kg: KBGraph, quantities: Iterable[str]) -> list[str]:
+    """The quantities (bare ids) and, breadth-first, every input they are computed from."""
+    seen: list[str] = []
+    queue = deque(quantities)
+    while queue:
+        q = queue.popleft()
+        if q in seen:
+            continue
+        seen.append(q)
+        queue.extend(_bare(i) for i, _ in kg.out_by(node_id("quantity", q), "derived_from"))
+    return seen
+
+
+def why(kg: KBGraph, class_id: str, on: str | None = None) -> dict[str, Any]:
+    """What moves a class's cost: its claims' quantities and their inputs, valued on `on` (or on
+    every part the class is affected by), and the claims with magnitude, basis and verdicts."""
+    cls = kg.resolve(class_id, ("class",))
+    affected = [_bare(a) for a, _ in kg.out_by(cls, "affected_by")]
+    accs = [_bare(kg.resolve(on, ("accelerator",)))] if on else sorted(affected)
+    claims = sorted(c for c, _ in kg.out_by(cls, "has"))
+    direct: dict[str, list[str]] = {}
+    for claim in claims:
+        for q in _claim_quantities(kg, claim):
+            direct.setdefault(q, []).append(_bare(claim))
+    quantities = []
+    for qid in _inputs_closure(kg, sorted(direct)):
+        q = node_id("quantity", qid)
+        data = kg.g.nodes[q] if q in kg.g else {}
+        quantities.append(
+            {
+                "id": qid,
+                "unit": data.get("unit"),
+                "formula": data.get("formula"),
+                "inputs": sorted(_bare(i) for i, _ in kg.out_by(q, "derived_from")) if data else [],
+                "claims": direct.get(qid, []),
+                "values": {acc: kg.values(acc).get(qid).as_dict() for acc in accs},
+            }
+        )
+    rows = []
+    for claim in claims:
+        data = kg.g.nodes[claim]
+        rows.append(
+            {
+                "claim": _bare(claim),
+                "quantity": data["quantity"],
+                "depends_on": _claim_quantities(kg, claim),
+                "magnitude": data["magnitude"],
+                "basis": data["basis"],
+                "effect": data["effect"],
+                "verdicts": {a: v["verdict"] for a, v in latest_verdicts(kg, claim).items()},
+                "not_applicable_on": _not_applicable_on(kg, claim, accs),
+            }
+        )
+    node = kg.g.nodes[cls]
+    return {
+        "class": _bare(cls),
+        "title": node["title"],
+        "on": accs[0] if on else None,
+        "affected": (accs[0] in affected) if on else None,
+        "accelerators": accs,
+        "quantities": quantities,
+        "claims": rows,
+    }
+
+
+def _claims_on(kg: KBGraph, quantity: str) -> list[str]:
+    return sorted(_bare(c) for c in _dependents(kg, node_id("quantity", quantity))[1])
+
+
+def diff(kg: KBGraph, a: str, b: str) -> dict[str, Any]:
+    """What differs from part `a` to part `b`.
+
+    `flopkb.hardware.hw_compare` gives every quantity (computed ones included), ratio b/a, and the
+    claims depending on a differing quantity; the graph adds, per differing quantity, the claims
+    that depend on it (directly or through computed quantities) and the classes of all those claims.
+    """
+    na, nb = (_bare(kg.resolve(x, ("accelerator",))) for x in (a, b))
+    result = hw_compare(kg.kb, na, nb, kg.model)
+    for row in result["quantities"]:
+        row["claims"] = _claims_on(kg, row["quantity"]) if row["differs"] else []
+    result["classes"] = sorted({c["claim"].split("/", 1)[0] for c in result["claims"]})
+    return result
+
+
+def parse_settings(items: Iterable[str]) -> dict[str, float]:
+    """`QUANTITY=VALUE` strings -> {quantity: value}; GraphQueryError on a malformed item."""
+    out: dict[str, float] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        try:
+            if not sep or not name.strip():
+                raise ValueError
+            out[name.strip()] = float(text)
+        except ValueError:
+            raise GraphQueryError(f"expected QUANTITY=NUMBER, got {item!r}") from None
+    return out
+
+
+def what_if(kg: KBGraph, accelerator: str, settings: Mapping[str, float]) -> dict[str, Any]:
+    """Override datasheet values on a part, recompute the computed quantities, and list what moves:
+    each changed quantity with its ratio (after/before) and each claim depending on one."""
+    acc = _bare(kg.resolve(accelerator, ("accelerator",)))
+    overrides: dict[str, float] = {}
+    for name, value in settings.items():
+        q = kg.resolve(name, ("quantity",))
+        if kg.g.nodes[q].get("computed"):
+            inputs = ", ".join(sorted(_bare(i) for i, _ in kg.out_by(q, "derived_from")))
+            raise GraphQueryError(
+                f"{_bare(q)} is computed ({kg.g.nodes[q]['formula']}); set {inputs}"
+            )
+        overrides[_bare(q)] = value
+    before = kg.values(acc).all()
+    record = kg.kb.records[acc]
+    after = PartValues(kg.model, record, kg._quantities, overrides).all()  # type: ignore[arg-type]
+    moved = []
+    for qid in sorted(after):
+        x, y = before.get(qid, Value(None, "missing")), after[qid]
+        if x.value == y.value and x.status.replace("override", "spec") == y.status.replace(
+            "override", "spec"
+        ):
+            continue
+        q = node_id("quantity", qid)
+        moved.append(
+            {
+                "id": qid,
+                "computed": bool(kg.g.nodes[q].get("computed")) if q in kg.g else False,
+                "before": x.value,
+                "after": y.value,
+                "before_status": x.status,
+                "after_status": y.status,
+                "ratio": ratio(x.value, y.value),
+            }
+        )
+    by_id = {m["id"]: m for m in moved}
+    affected = {_bare(c) for c, _ in kg.in_by(node_id("accelerator", acc), "affected_by")}
+    claims = []
+    for claim, data in sorted(kg.g.nodes(data=True)):
+        if data["kind"] != "claim":
+            continue
+        via = [q for q in _claim_quantities(kg, claim) if q in by_id]
+        if not via:
+            continue
+        claims.append(
+            {
+                "claim": _bare(claim),
+                "quantity": data["quantity"],
+                "via": via,
+                "ratio": ratio(_claim_value(before, data), _claim_value(after, data)),
+                "affected": data["record"] in affected,
+            }
+        )
+    return {"accelerator": acc, "set": overrides, "quantities": moved, "claims": claims}
+
+
+def _claim_value(values: Mapping[str, Value], claim: Mapping[str, Any]) -> float | None:
+    """What a claim's figure scales with: its formula (basis derived), else its quantity."""
+    if claim.get("formula"):
+        try:
+            formula = parse_formula(claim["formula"])
+            return formula.evaluate({n: values[n].value for n in formula.names if n in values})
+        except FormulaError:
+            return None
+    value = values.get(claim["quantity"])
+    return None if value is None else value.value
+
+
+def path(kg: KBGraph, a: str, b: str) -> dict[str, Any]:
+    """The shortest path between two nodes, ignoring direction; edges in their stored direction."""
+    u, v = kg.resolve(a), kg.resolve(b)
+    try:
+        nodes = nx.shortest_path(kg.g.to_undirected(as_view=True), u, v)
+    except nx.NetworkXNoPath:
+        return {"from": u, "to": v, "nodes": None, "edges": None, "length": None}
+    edges = []
+    for x, y in itertools.pairwise(nodes):
+        if kg.g.has_edge(x, y):
+            edges.append(_edge(x, kg.g[x][y]["relation"], y))
+        else:
+            edges.append(_edge(y, kg.g[y][x]["relation"], x))
+    return {"from": u, "to": v, "nodes": nodes, "edges": edges, "length": len(edges)}
+
+
+def status(kg: KBGraph) -> dict[str, Any]:
+    """Claims that are unverified, stale, contradicted or not applicable.
+
+    stale: claims with evidence whose kernel sources changed since it ran (None when the verify
+    package's staleness detection is not available: unknown, not "nothing stale").
+    contradicted: the latest measuring evidence on some accelerator refuted the claim.
+    """
+    unverified, contradicted = [], []
+    for claim, data in sorted(kg.g.nodes(data=True)):
+        if data["kind"] != "claim":
+            continue
+        if data["basis"] == "unverified":
+            unverified.append(
+                {
+                    "claim": _bare(claim),
+                    "magnitude": data["magnitude"],
+                    "quantity": data["quantity"],
+                }
+            )
+        refuted = {a: v for a, v in latest_verdicts(kg, claim).items() if v["verdict"] == "refuted"}
+        if refuted:
+            contradicted.append(
+                {
+                    "claim": _bare(claim),
+                    "accelerators": sorted(refuted),
+                    "evidence": [refuted[a]["evidence"] for a in sorted(refuted)],
+                }
+            )
+    stale_ids = stale_evidence(kg.kb)
+    stale = None
+    if stale_ids is not None:
+        by_claim: dict[str, list[dict[str, str]]] = {}
+        for ev, reason in sorted(stale_ids.items()):
+            node = node_id("evidence", ev)
+            claim = kg.g.nodes[node].get("claim") if node in kg.g else None
+            if claim:
+                by_claim.setdefault(claim, []).append({"evidence": ev, "reason": reason})
+        stale = [{"claim": c, "evidence": evs} for c, evs in sorted(by_claim.items())]
+    return {
+        "unverified": unverified,
+        "stale": stale,
+        "stale_detection": stale_ids is not None,
+        "contradicted": contradicted,
+        "not_applicable": [{"claim": c, "accelerators": a} for c, a in not_applicable(kg).items()],
+    }

@@ -1,0 +1,281 @@
+"""Computed hardware parameters: datasheet specs, the quantities derived from them, comparisons.
+
+Every computed quantity (a quantity record with a `formula`) is evaluated on an accelerator from
+its specs, recursively through other computed quantities. An input that the part lacks (an explicit
+`value: null`, e.g. INT4 on Hopper) makes the result `None` with a note saying why: the quantity is
+not applicable there, which is different from an error. Values are never typed in by hand.
+
+Units: specs are stored in each quantity's canonical unit (see docs/kb.md), and formulas are written
+so that units work without scale factors (TFLOP/s / TB/s = FLOP/B) or with the factor spelled out
+(`hbm_bandwidth * 1000 / sm_count` in GB/s).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from flopkb.formula import Formula, FormulaError, parse_formula
+from flopkb.kb import KnowledgeBase
+from flopkb.model import AcceleratorRecord, EvidenceRecord, HardwareParameter
+
+# Relative tolerance under which two values count as equal in `hw_compare`.
+_REL_TOL = 1e-9
+
+
+class UnknownRecord(LookupError):
+    """An id that names no record of the expected kind; the message suggests close ids."""
+
+    def __init__(self, kind: str, record_id: str, known: Iterable[str]) -> None:
+        close = difflib.get_close_matches(record_id, sorted(known), n=3)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        super().__init__(f"no {kind} record {record_id!r}{hint}")
+
+
+@dataclass(frozen=True)
+class Value:
+    """A quantity on one part: a number, or `None` with the reason it is not applicable."""
+
+    value: float | None
+    note: str | None = None
+
+
+class HardwareModel:
+    """Evaluates quantities on accelerators; built once per KB, memoised per (part, quantity)."""
+
+    def __init__(self, kb: KnowledgeBase) -> None:
+        self.kb = kb
+        self.quantities = kb.quantities
+        self._formulas: dict[str, Formula | FormulaError] = {}
+        for qid, q in self.quantities.items():
+            if q.formula is not None:
+                try:
+                    self._formulas[qid] = parse_formula(q.formula)
+                except FormulaError as exc:
+                    self._formulas[qid] = exc
+        self._memo: dict[tuple[str, str], Value] = {}
+
+    def accelerator(self, acc_id: str) -> AcceleratorRecord:
+        acc = self.kb.accelerators.get(acc_id)
+        if acc is None:
+            raise UnknownRecord("accelerator", acc_id, self.kb.accelerators)
+        return acc
+
+    def is_computed(self, qid: str) -> bool:
+        return qid in self._formulas
+
+    def inputs(self, qid: str) -> frozenset[str]:
+        """Every quantity `qid` depends on through formulas, itself included (cycles are cut)."""
+        seen: set[str] = set()
+        stack = [qid]
+        while stack:
+            name = stack.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            formula = self._formulas.get(name)
+            if isinstance(formula, Formula):
+                stack.extend(formula.names)
+        return frozenset(seen)
+
+    def value(self, acc: AcceleratorRecord, qid: str) -> Value:
+        """`qid` on `acc`: the spec, or the formula evaluated over other quantities."""
+        return self._value(acc, qid, frozenset())
+
+    def _value(self, acc: AcceleratorRecord, qid: str, active: frozenset[str]) -> Value:
+        key = (acc.id, qid)
+        if key not in self._memo:
+            self._memo[key] = self._compute(acc, qid, active)
+        return self._memo[key]
+
+    def _compute(self, acc: AcceleratorRecord, qid: str, active: frozenset[str]) -> Value:
+        formula = self._formulas.get(qid)
+        if formula is None:
+            spec = acc.specs.get(qid)
+            if spec is None:
+                return Value(None, f"{acc.id} does not specify {qid}")
+            if spec.value is None:
+                return Value(None, f"{qid} is null on {acc.id}: {spec.note or 'not supported'}")
+            return Value(float(spec.value))
+        if isinstance(formula, FormulaError):
+            return Value(None, f"the formula of {qid} is invalid: {formula}")
+        if qid in active:
+            return Value(None, f"{qid} depends on itself")
+        values: dict[str, float | None] = {}
+        for name in sorted(formula.names):
+            got = self._value(acc, name, active | {qid})
+            if got.value is None:
+                return Value(None, f"not applicable: {got.note}")
+            values[name] = got.value
+        try:
+            result = formula.evaluate(values)
+        except FormulaError as exc:
+            return Value(None, f"{qid} does not evaluate on {acc.id}: {exc}")
+        return Value(result)
+
+    def evaluate_text(self, acc: AcceleratorRecord, text: str) -> Value:
+        """A free formula (a `derived` claim row's) evaluated on `acc`."""
+        try:
+            formula = parse_formula(text)
+        except FormulaError as exc:
+            return Value(None, str(exc))
+        values: dict[str, float | None] = {}
+        for name in sorted(formula.names):
+            got = self.value(acc, name)
+            if got.value is None:
+                return Value(None, f"not applicable: {got.note}")
+            values[name] = got.value
+        try:
+            return Value(formula.evaluate(values))
+        except FormulaError as exc:
+            return Value(None, str(exc))
+
+
+def _rounded(value: float | None) -> float | None:
+    """Computed values to 6 significant digits: more would be noise from the datasheets."""
+    if value is None or value == 0:
+        return value
+    digits = 6 - math.floor(math.log10(abs(value))) - 1
+    return round(value, max(digits, 0))
+
+
+def _measured(kb: KnowledgeBase, acc_id: str) -> dict[str, dict[str, Any]]:
+    """Latest calibration evidence (claim-less) per experiment on this part: measured ceilings."""
+    latest: dict[str, EvidenceRecord] = {}
+    for ev in kb.evidence.values():
+        if ev.claim is None and ev.accelerator == acc_id and ev.measured is not None:
+            prev = latest.get(ev.experiment)
+            if prev is None or ev.timestamp > prev.timestamp:
+                latest[ev.experiment] = ev
+    return {
+        exp: {
+            "value": ev.measured.value if ev.measured else None,
+            "unit": ev.measured.unit if ev.measured else None,
+            "evidence": ev.id,
+            "timestamp": ev.timestamp.isoformat(),
+        }
+        for exp, ev in sorted(latest.items())
+    }
+
+
+def hw_show(kb: KnowledgeBase, acc_id: str, model: HardwareModel | None = None) -> dict[str, Any]:
+    """Datasheet specs with sources and computed parameters with formula and unit.
+
+    Shape (DESIGN): `{"id", "specs": {qid: {"value","unit","source"}}, "computed": {qid: {"value",
+    "unit","formula"}}}`, plus `title`, per-entry `note` where the record or evaluation has one, and
+    `measured` (calibration evidence: experiment -> value, unit, evidence id).
+    """
+    model = model or HardwareModel(kb)
+    acc = model.accelerator(acc_id)
+    specs: dict[str, dict[str, Any]] = {}
+    for qid, spec in sorted(acc.specs.items()):
+        entry: dict[str, Any] = {
+            "value": spec.value,
+            "unit": spec.unit,
+            "source": {"id": spec.source.id, "locator": spec.source.locator}
+            if spec.source
+            else None,
+        }
+        if spec.note:
+            entry["note"] = spec.note
+        specs[qid] = entry
+    computed: dict[str, dict[str, Any]] = {}
+    for qid in sorted(q for q in model.quantities if model.is_computed(q)):
+        quantity = model.quantities[qid]
+        got = model.value(acc, qid)
+        entry = {"value": _rounded(got.value), "unit": quantity.unit, "formula": quantity.formula}
+        if got.note:
+            entry["note"] = got.note
+        computed[qid] = entry
+    return {
+        "id": acc.id,
+        "title": acc.title,
+        "specs": specs,
+        "computed": computed,
+        "measured": _measured(kb, acc.id),
+    }
+
+
+def _differs(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return (a is None) != (b is None)
+    return not math.isclose(a, b, rel_tol=_REL_TOL, abs_tol=0.0)
+
+
+def claim_inputs(model: HardwareModel, row: HardwareParameter) -> frozenset[str]:
+    """Quantities a claim row depends on: its quantity and, for a derived row, its formula's names,
+    each closed over computed quantities' formulas."""
+    names = set(model.inputs(row.quantity))
+    if row.formula:
+        try:
+            for name in parse_formula(row.formula).names:
+                names |= model.inputs(name)
+        except FormulaError:
+            pass
+    return frozenset(names)
+
+
+def hw_compare(
+    kb: KnowledgeBase, a: str, b: str, model: HardwareModel | None = None
+) -> dict[str, Any]:
+    """What differs between parts `a` and `b`, by what ratio (b / a), and which claims depend on it.
+
+    A claim depends on a differing quantity directly (its row's quantity) or through computed
+    quantities' formulas (e.g. a row on `ridge_point_bf16` depends on `hbm_bandwidth`).
+    """
+    model = model or HardwareModel(kb)
+    acc_a, acc_b = model.accelerator(a), model.accelerator(b)
+    qids = sorted(
+        set(acc_a.specs) | set(acc_b.specs) | {q for q in model.quantities if model.is_computed(q)}
+    )
+    rows: list[dict[str, Any]] = []
+    differing: set[str] = set()
+    for qid in qids:
+        va, vb = model.value(acc_a, qid), model.value(acc_b, qid)
+        differs = _differs(va.value, vb.value)
+        if differs:
+            differing.add(qid)
+        ratio = None
+        if va.value not in (None, 0.0) and vb.value is not None:
+            ratio = _rounded(vb.value / va.value)  # type: ignore[operator]
+        quantity = model.quantities.get(qid)
+        unit = quantity.unit if quantity else (acc_a.specs.get(qid) or acc_b.specs[qid]).unit
+        rows.append(
+            {
+                "quantity": qid,
+                "kind": "computed" if model.is_computed(qid) else "spec",
+                "unit": unit,
+                "a": _rounded(va.value),
+                "b": _rounded(vb.value),
+                "ratio": ratio,
+                "differs": differs,
+            }
+        )
+    claims: list[dict[str, Any]] = []
+    for claim_id, record, row in kb.claims():
+        via = sorted(claim_inputs(model, row) & differing)
+        if not via:
+            continue
+        claims.append(
+            {
+                "claim": claim_id,
+                "quantity": row.quantity,
+                "basis": row.basis.value,
+                "magnitude": row.magnitude,
+                "via": via,
+                "applies": {
+                    a: a in record.affected_by_hardware,
+                    b: b in record.affected_by_hardware,
+                },
+            }
+        )
+    return {
+        "a": a,
+        "b": b,
+        "quantities": rows,
+        "differs": sorted(differing),
+        "claims": claims,
+    }

@@ -1,0 +1,33 @@
+"""Loading: untrusted YAML files -> located values -> pydantic records, problems as findings.
+
+`read_document` (yamlfile) turns bytes into values with the node tree kept for locations;
+`to_record` (structure) validates values against the model of their kind; `locate` maps a path
+inside a record to its line and column.
+"""
+
+from flopkb.load.locate import locate, locate_key
+from flopkb.load.rules import LOAD_RULES, load_finding
+from flopkb.load.structure import dotted, to_record
+from flopkb.load.yamlfile import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_DEPTH,
+    Document,
+    Limits,
+    compose_node,
+    read_document,
+)
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_DEPTH",
+    "LOAD_RULES",
+    "Document",
+    "Limits",
+    "compose_node",
+    "dotted",
+    "load_finding",
+    "locate",
+    "locate_key",
+    "read_document",
+    "to_record",
+]

@@ -1,0 +1,71 @@
+"""Findings -> text for people, JSON for scripts, GitHub workflow annotations for CI."""
+
+from __future__ import annotations
+
+import json
+
+from flopkb.findings import Finding
+from flopkb.validate import ValidationResult
+
+
+def text_line(f: Finding) -> str:
+    """`file:line:col: CODE [record] message (hint: ...)`."""
+    record = f" [{f.record}]" if f.record else ""
+    hint = f" (hint: {f.hint})" if f.hint else ""
+    return f"{f.file}:{f.line}:{f.column}: {f.rule}{record} {f.message}{hint}"
+
+
+def format_text(result: ValidationResult) -> str:
+    lines = [text_line(f) for f in result.findings]
+    n_err, n_warn = len(result.errors), len(result.warnings)
+    status = "ok" if result.ok else "failed"
+    lines.append(
+        f"{status}: {n_err} error{'s' * (n_err != 1)}, {n_warn} warning{'s' * (n_warn != 1)} "
+        f"in {result.records} record file{'s' * (result.records != 1)}"
+        + (" (--strict: warnings fail)" if result.strict and n_warn else "")
+    )
+    return "\n".join(lines) + "\n"
+
+
+def format_json(result: ValidationResult) -> str:
+    return json.dumps(result.as_dict(), indent=2) + "\n"
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def github_line(f: Finding) -> str:
+    """`::error file=...,line=...,col=...,title=CODE::message` (workflow command escaping)."""
+    props = [f"file={_escape_property(f.file)}"]
+    if f.line:
+        props += [f"line={f.line}", f"col={f.column}"]
+    props.append(f"title={_escape_property(f.rule)}")
+    record = f"[{f.record}] " if f.record else ""
+    hint = f" (hint: {f.hint})" if f.hint else ""
+    return f"::{f.severity.value} {','.join(props)}::{_escape_data(record + f.message + hint)}"
+
+
+def format_github(result: ValidationResult) -> str:
+    return "".join(github_line(f) + "\n" for f in result.findings)
+
+
+FORMATTERS = {"text": format_text, "json": format_json, "github": format_github}
+
+
+def rules_markdown() -> str:
+    """The rule table of README / docs/validate.md, generated from `RULES` (every module loaded)."""
+    from flopkb.check import load_checks
+    from flopkb.check.base import RULES
+
+    load_checks()
+    lines = ["| code | severity | rule |", "|---|---|---|"]
+    for code in sorted(RULES):
+        rule = RULES[code]
+        summary = rule.summary.replace("|", "\\|")
+        lines.append(f"| {code} | {rule.severity.value} | {summary} |")
+    return "\n".join(lines) + "\n"

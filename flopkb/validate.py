@@ -1,0 +1,125 @@
+"""The library entry point: `validate(paths_or_root) -> ValidationResult`.
+
+Given a KB root (a folder with `records/`), a records folder, or a set of files. For files inside
+a KB (`.../records/...`), the rest of that KB is loaded too so that references resolve, but only
+the given files are reported on: checking one edited file never fails on its neighbours.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flopkb.check import run_checks
+from flopkb.findings import Finding, Severity, sorted_findings
+from flopkb.kb import RECORD_SUFFIXES, display_path, load_files, record_files
+from flopkb.load import Limits
+
+
+class ValidationInputError(OSError):
+    """A path to validate does not exist or is not a record file or folder (exit code 2)."""
+
+
+@dataclass
+class ValidationResult:
+    """Findings of one run; `ok` is false with any error (or any warning under `strict`)."""
+
+    findings: list[Finding] = field(default_factory=list)
+    records: int = 0
+    strict: bool = False
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity is Severity.error]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity is Severity.warning]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors and not (self.strict and self.warnings)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
+    def as_dict(self) -> dict[str, Any]:
+        """DESIGN's JSON contract: ok, records, errors[], warnings[] (plus hint, severity)."""
+
+        def row(f: Finding) -> dict[str, Any]:
+            return {
+                "file": f.file, "line": f.line, "column": f.column, "record": f.record,
+                "rule": f.rule, "message": f.message, "hint": f.hint, "severity": f.severity.value,
+            }  # fmt: skip
+
+        return {
+            "ok": self.ok,
+            "records": self.records,
+            "errors": [row(f) for f in self.errors],
+            "warnings": [row(f) for f in self.warnings],
+        }
+
+
+def _kb_root_of(path: Path) -> Path | None:
+    """The KB root above a record file: the parent of its nearest `records/` ancestor."""
+    for parent in path.parents:
+        if parent.name == "records":
+            return parent.parent
+    return None
+
+
+def _targets(paths: Sequence[Path]) -> tuple[list[Path], list[Path]]:
+    """(files to report on, files to load) for the given roots, folders and files."""
+    report: list[Path] = []
+    load: list[Path] = []
+    for path in paths:
+        if not path.exists():
+            raise ValidationInputError(f"no such file or folder: {path}")
+        if path.is_dir():
+            files = record_files(path)
+            report += files
+            # a folder inside a KB's records/ (e.g. records/classes): resolve against the whole KB
+            root = _kb_root_of(Path(os.path.abspath(path)))
+            load += record_files(root) if root is not None else files
+        elif path.suffix in RECORD_SUFFIXES:
+            report.append(path)
+            root = _kb_root_of(Path(os.path.abspath(path)))
+            load += record_files(root) if root is not None else [path]
+        else:
+            raise ValidationInputError(
+                f"not a YAML record file ({'/'.join(RECORD_SUFFIXES)}): {path}"
+            )
+    return report, load
+
+
+def _unique(paths: Iterable[Path]) -> list[Path]:
+    """First spelling of each file; absolute paths compare (no symlink resolution: syscalls)."""
+    seen: dict[str, Path] = {}
+    for path in paths:
+        seen.setdefault(os.path.abspath(path), path)
+    return list(seen.values())
+
+
+def validate(
+    paths_or_root: Path | str | Sequence[Path | str],
+    *,
+    strict: bool = False,
+    limits: Limits | None = None,
+) -> ValidationResult:
+    """Load, check and collect every finding; raises ValidationInputError only for a bad path."""
+    given = [paths_or_root] if isinstance(paths_or_root, str | Path) else list(paths_or_root)
+    report, load = _targets([Path(p) for p in given])
+    # the report set's spellings come first and win: findings name files as the user gave them
+    report = _unique(report)
+    loaded = _unique([*report, *load])
+    root = _kb_root_of(Path(os.path.abspath(report[0]))) if report else None
+    kb, findings = load_files(sorted(loaded), root=root, limits=limits)
+    findings = sorted_findings([*findings, *run_checks(kb)])
+    if len(loaded) != len(report):
+        shown = {display_path(p) for p in report}
+        findings = [f for f in findings if f.file in shown or not f.file]
+    return ValidationResult(findings=findings, records=len(report), strict=strict)

@@ -1,0 +1,152 @@
+"""Evidence files: ids, atomic writes, and lookups over the evidence of a loaded KB.
+
+Torch-free. A write goes to a hidden temp file in the evidence folder, is flushed and fsync'ed,
+then renamed over the final name with os.replace (atomic on POSIX and Windows); any exception,
+Ctrl-C included, removes the temp file, so an interrupted run never leaves a partial record.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import hashlib
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from flopkb.model import EvidenceRecord
+
+MAX_ID = 120
+EVIDENCE_FOLDER = ("records", "evidence")
+
+
+def evidence_dir(kb_root: Path) -> Path:
+    return kb_root.joinpath(*EVIDENCE_FOLDER)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"-{3,}", "--", re.sub(r"[^a-z0-9-]+", "-", text.lower())).strip("-")
+
+
+def stamp(when: dt.datetime) -> str:
+    """UTC timestamp as used in ids: 20261130t031500z."""
+    return when.astimezone(dt.timezone.utc).strftime("%Y%m%dt%H%M%Sz")
+
+
+def evidence_id(claim: str | None, accelerator: str | None, when: dt.datetime) -> str:
+    """`ev-<claim-slug>-<accelerator>-<UTC timestamp>`; the claim's "/" becomes "--".
+
+    A calibration (no claim) is `ev-calibration-...`; an unmatched GPU is `unknown-gpu`. Ids
+    longer than the id limit keep a hash of the claim so they stay unique.
+    """
+    claim_slug = _slug(claim.replace("/", "--")) if claim else "calibration"
+    tail = f"-{_slug(accelerator or 'unknown-gpu')}-{stamp(when)}"
+    eid = f"ev-{claim_slug}{tail}"
+    if len(eid) > MAX_ID:
+        digest = hashlib.sha256(claim_slug.encode()).hexdigest()[:8]
+        keep = MAX_ID - len(tail) - len("ev-") - len(digest) - 1
+        eid = f"ev-{claim_slug[:keep].rstrip('-')}-{digest}{tail}"
+    return eid
+
+
+def unique_id(folder: Path, eid: str) -> str:
+    """`eid`, or `eid-2`, `eid-3`, ... when a file of that stem already exists in `folder`."""
+    candidate, n = eid, 1
+    while (folder / f"{candidate}.yaml").exists():
+        n += 1
+        candidate = f"{eid}-{n}"
+    return candidate
+
+
+def atomic_write_text(path: Path, text: str) -> Path:
+    """Write `text` to `path` atomically: temp file in the same folder, fsync, os.replace."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+    # Persist the rename itself (directory entry); not possible on every platform.
+    with contextlib.suppress(OSError):
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    return path
+
+
+class _NoAliasDumper(yaml.SafeDumper):
+    """The KB loader refuses anchors and aliases: repeated values are written out in full."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def to_yaml(record: EvidenceRecord) -> str:
+    data = record.model_dump(mode="json")
+    return yaml.dump(data, Dumper=_NoAliasDumper, sort_keys=False, allow_unicode=True, width=100)
+
+
+def write_evidence(record: EvidenceRecord, folder: Path) -> Path:
+    """Validate-by-construction record -> `<folder>/<id>.yaml`, atomically; returns the path."""
+    return atomic_write_text(folder / f"{record.id}.yaml", to_yaml(record))
+
+
+def latest(kb, claim: str | None = None) -> dict[tuple[str | None, str | None], EvidenceRecord]:
+    """Latest evidence per (claim, accelerator), optionally for one claim."""
+    best: dict[tuple[str | None, str | None], EvidenceRecord] = {}
+    for ev in kb.evidence.values():
+        if claim is not None and ev.claim != claim:
+            continue
+        key = (ev.claim, ev.accelerator)
+        if key not in best or (ev.timestamp, ev.id) > (best[key].timestamp, best[key].id):
+            best[key] = ev
+    return best
+
+
+def latest_verdicts(kb) -> dict[str, dict[str, str]]:
+    """{claim: {accelerator: verdict}} from the newest evidence of each pair (for `flopkb claims`).
+
+    Evidence from an unmatched GPU is listed under "unknown-gpu"; calibrations are left out.
+    """
+    out: dict[str, dict[str, str]] = {}
+    pairs = sorted(latest(kb).items(), key=lambda kv: (kv[0][0] or "", kv[0][1] or ""))
+    for (claim, acc), ev in pairs:
+        if claim is None:
+            continue
+        out.setdefault(claim, {})[acc or "unknown-gpu"] = ev.verdict.value
+    return out
+
+
+def confirmed_on(kb, claim: str, accelerators: list[str] | None = None) -> list[EvidenceRecord]:
+    """Evidence confirming `claim` whose newest verdict on its accelerator is confirmed,
+    restricted to `accelerators` when given (rule 3: a `measured` basis needs one)."""
+    return sorted(
+        (ev for (c, acc), ev in latest(kb, claim).items()
+         if ev.verdict.value == "confirmed" and (accelerators is None or acc in accelerators)),
+        key=lambda ev: ev.id,
+    )
+
+
+def summary(ev: EvidenceRecord) -> dict[str, Any]:
+    """The short form of one evidence record used in `flopkb verify --format json`."""
+    return {
+        "claim": ev.claim,
+        "experiment": ev.experiment,
+        "verdict": ev.verdict.value,
+        "measured": ev.measured.model_dump(mode="json") if ev.measured else None,
+        "expected": ev.expected,
+        "evidence": ev.id,
+    }

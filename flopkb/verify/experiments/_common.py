@@ -1,0 +1,163 @@
+"""Shared pieces of the experiments: results, magnitude reading, conditions and input makers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from flopkb.magnitude import Magnitude
+from flopkb.verify import stats
+from flopkb.verify.stats import Interval
+
+# Condition keys a claim row may set that the SSM/attention experiments understand.
+KNOWN_KEYS = {"state_dim", "head_dim", "seq_len", "batch", "heads", "chunk_size", "d_model",
+              "tokens", "dtype", "pass", "size", "rank", "elements"}
+
+
+@dataclass
+class Measurement:
+    """What `measure` found: numbers for `judge`, per-point rows, and a plot description."""
+
+    data: dict[str, Any]
+    sweep: list[dict[str, Any]] = field(default_factory=list)
+    conditions: dict[str, Any] = field(default_factory=dict)
+    plot: dict[str, Any] | None = None
+    implementation: str = "bundled"
+
+
+@dataclass
+class Judgement:
+    measured: Interval
+    unit: str
+    what: str
+    verdict: str
+    criterion: str
+    reason: str | None = None
+
+
+def resolve(defaults: dict[str, Any], row: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Merge a claim row's conditions over the experiment's defaults.
+
+    Returns (conditions used, notes on conditions that could not be honoured). Only the forward
+    pass is measured: a row asking for another pass is noted.
+    """
+    cond = dict(defaults)
+    notes: list[str] = []
+    for key, value in row.items():
+        if key == "pass":
+            if str(value).lower() not in {"forward", "fwd", "prefill", "inference"}:
+                notes.append(f"pass={value} not measured: forward pass only")
+            cond["pass"] = "forward"
+        elif key == "hardware":
+            # The source's own hardware: recorded beside the run, never "honoured".
+            cond["source_hardware"] = value
+        elif key in defaults:
+            cond[key] = value
+        else:
+            notes.append(f"condition {key}={value} has no knob in this experiment")
+    return cond, notes
+
+
+def size_of(value: Any) -> int:
+    """'16K' / '2k' / 4096 -> int (K = 1024)."""
+    if isinstance(value, (int, float)):
+        return int(value)
+    text = str(value).strip().lower()
+    scale = {"k": 1024, "m": 1024**2}.get(text[-1:], 1)
+    return int(float(text[:-1] if scale > 1 else text) * scale)
+
+
+def judge_ratio(primary: Interval, mag: Magnitude | None, *, what: str, unit: str = "x",
+                threshold: float = 1.0, qualitative: str) -> Judgement:
+    """Read a ratio measurement against a ratio magnitude, or a qualitative one by threshold."""
+    if mag is None or mag.kind == "qualitative":
+        verdict = stats.decide_above(primary, threshold)
+        return Judgement(primary, unit, what, verdict, qualitative)
+    if mag.kind in {"ratio", "value"}:
+        lo, hi = stats.claimed_interval(mag.low, mag.high, mag.bound, mag.figures)
+        verdict = stats.decide(primary, lo, hi)
+        crit = (f"measured interval inside the claimed {mag.text!r} widened to "
+                f"[{_fmt(lo)}, {_fmt(hi)}]")
+        return Judgement(primary, unit, what, verdict, crit)
+    return Judgement(primary, unit, what, "error", "",
+                     reason=f"this experiment measures a ratio; magnitude kind {mag.kind!r} "
+                     f"({mag.text!r}) has no reading here")
+
+
+def _fmt(x: float | None) -> str:
+    return "open" if x is None else f"{x:.3g}"
+
+
+def point_row(**kw: Any) -> dict[str, Any]:
+    return {k: v for k, v in kw.items() if v is not None}
+
+
+# ----- input makers (torch imported lazily: the registry and plan stay torch-free) -----
+
+
+def _generator(device: Any, seed: int) -> Any:
+    import torch
+
+    return torch.Generator(device=torch.device(device)).manual_seed(seed)
+
+
+def ssd_inputs(batch: int, steps: int, heads: int, headdim: int, dstate: int, *, groups: int = 1,
+               device: Any = "cpu", dtype: Any = None, seed: int = 0) -> tuple:
+    """x [B, T, H, P], dt [B, T, H] fp32 > 0, A [H] fp32 < 0, Bm, Cm [B, T, G, N], Dskip [H].
+
+    Random, never zeros (zeros hide unwritten outputs and run faster than real data), drawn on
+    `device` with a seeded generator. dt and A are drawn as Mamba-2 initialises them (dt in
+    ~[0.001, 0.1], A in [-16, -1]) so the decays span short and long memories.
+    """
+    import torch
+
+    dtype = dtype or torch.bfloat16
+    g = _generator(device, seed)
+
+    def rnd(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, generator=g, device=device)
+
+    x = rnd(batch, steps, heads, headdim).to(dtype)
+    dt = torch.exp(torch.rand(batch, steps, heads, generator=g, device=device) * 4.6 - 6.9)
+    A = -torch.rand(heads, generator=g, device=device) * 15 - 1
+    Bm = (rnd(batch, steps, groups, dstate) / dstate**0.5).to(dtype)
+    Cm = (rnd(batch, steps, groups, dstate) / dstate**0.5).to(dtype)
+    Dskip = rnd(heads)
+    return x, dt, A, Bm, Cm, Dskip
+
+
+def ssd_prefix(args: tuple, steps: int, batch: int = 1) -> tuple:
+    """The first `batch` sequences and `steps` steps of SSD inputs: y's prefix depends on no
+    later input (causality), so a reference run on the prefix checks the timed kernel's output."""
+    x, dt, A, Bm, Cm, Dskip = args
+    return (x[:batch, :steps].contiguous(), dt[:batch, :steps].contiguous(), A,
+            Bm[:batch, :steps].contiguous(), Cm[:batch, :steps].contiguous(), Dskip)
+
+
+def selective_inputs(batch: int, dim: int, steps: int, dstate: int, *, device: Any = "cpu",
+                     dtype: Any = None, seed: int = 0) -> tuple:
+    """u, delta [B, D, T]; A [D, N] fp32 < 0; Bm, Cm [B, N, T]; Dskip [D] fp32 (Mamba-1 layout)."""
+    import torch
+
+    dtype = dtype or torch.bfloat16
+    g = _generator(device, seed)
+
+    def rnd(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, generator=g, device=device)
+
+    u = rnd(batch, dim, steps).to(dtype)
+    delta = torch.exp(torch.rand(batch, dim, steps, generator=g, device=device) * 4.6 - 6.9)
+    A = -torch.exp(torch.rand(dim, dstate, generator=g, device=device) * 2.7)
+    Bm = rnd(batch, dstate, steps).to(dtype)
+    Cm = rnd(batch, dstate, steps).to(dtype)
+    return u, delta.to(dtype), A, Bm, Cm, rnd(dim)
+
+
+def selective_prefix(args: tuple, steps: int, batch: int = 1) -> tuple:
+    u, delta, A, Bm, Cm, Dskip = args
+    return (u[:batch, :, :steps].contiguous(), delta[:batch, :, :steps].contiguous(), A,
+            Bm[:batch, :, :steps].contiguous(), Cm[:batch, :, :steps].contiguous(), Dskip)
+
+
+def nbytes(*tensors: Any) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors if t is not None)

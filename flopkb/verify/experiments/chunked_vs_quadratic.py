@@ -1,0 +1,87 @@
+"""B3: the chunked SSD vs the quadratic (masked, attention-like) SSD form over sequence length at a
+fixed token count. The quadratic form does O(T^2) work in one pass; the chunked one O(T Q) plus
+three launches and a state round trip through memory, so it should lose at short lengths."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flopkb.verify import stats
+from flopkb.verify.context import Context
+from flopkb.verify.experiments import _ssd
+from flopkb.verify.experiments._common import Judgement, Measurement, point_row, ssd_inputs
+from flopkb.verify.stats import Interval, ratio_interval
+
+DEFAULTS: dict[str, Any] = {"state_dim": 64, "head_dim": 64, "heads": 32, "tokens": 32768,
+                            "chunk_size": 64, "pass": "forward"}
+FULL = (64, 128, 256, 512, 1024, 2048, 4096)
+QUICK = (64, 256, 1024, 4096)
+
+
+def cpu_check(ctx: Context) -> None:
+    import torch
+
+    quad = ctx.load("ssd", "quadratic")
+    ref = ctx.load("ssd", "reference")
+    args = ssd_inputs(2, 33, 4, 16, 16, groups=2, dtype=torch.float32)
+    ctx.check("ssd.quadratic.ssd_quadratic", quad.ssd_quadratic(*args),
+              ref.ssd_quadratic_reference(*args))
+
+
+def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
+    k = _ssd.kernels(ctx)
+    quad = ctx.load("ssd", "quadratic")
+    chunk = int(cond["chunk_size"])
+    rows = []
+    for steps in QUICK if ctx.quick else FULL:
+        if not ctx.more(len(rows)):
+            break
+        with ctx.optional(len(rows)):
+            shape = _ssd.shape_of(cond, steps)
+            args = _ssd.make(ctx, shape)
+            y_q = quad.ssd_quadratic(*args)
+            y_c = k["chunked"].ssd_chunked(*args, chunk_size=chunk)
+            _ssd.check_against_reference(ctx, "ssd.quadratic.ssd_quadratic", y_q, args)
+            _ssd.check_against_reference(ctx, "ssd.chunked.ssd_chunked", y_c, args)
+            sets = _ssd.arg_sets(ctx, shape, args)
+            f_c, b_c = _ssd.costs(ctx, "chunked", shape, chunk)
+            f_q, b_q = _ssd.costs(ctx, "quadratic", shape)
+            t_c = ctx.time(f"chunked T={steps}", lambda *a: k["chunked"].ssd_chunked(
+                *a, chunk_size=chunk), sets, flops=f_c, nbytes=b_c, **shape)
+            t_q = ctx.time(f"quadratic T={steps}", quad.ssd_quadratic, sets, flops=f_q, nbytes=b_q,
+                           **shape)
+            r = ratio_interval(t_q, t_c)
+            rows.append(point_row(seq_len=steps, quadratic_ms=t_q.median_ms,
+                                  chunked_ms=t_c.median_ms,
+                                  ratio=r.value, ratio_low=r.low, ratio_high=r.high))
+    cross = stats.crossover([r["seq_len"] for r in rows],
+                            [Interval(r["ratio"], r["ratio_low"], r["ratio_high"]) for r in rows])
+    plot = {"kind": "lines", "x": "seq_len", "xlabel": "sequence length (fixed tokens)",
+            "ylabel": "time (ms)", "series": {"quadratic form": "quadratic_ms",
+                                              "chunked": "chunked_ms"},
+            "logx": True, "logy": True, "vline": cross.value, "vline_label": "crossover"}
+    return Measurement({"crossover": cross.as_dict()}, rows, dict(cond), plot)
+
+
+def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
+    c = m.data["crossover"]
+    cross = Interval(c["value"], c["low"], c["high"])
+    what = "length above which chunked beats quadratic (t_quadratic / t_chunked crosses 1)"
+    if mag is not None and mag.kind == "crossover":
+        return Judgement(cross, "tokens", what, stats.decide_crossover(cross, mag.low),
+                         "crossover interval inside the claimed length x/÷ sqrt 2")
+    first, last = m.sweep[0], m.sweep[-1]
+    short = Interval(first["ratio"], first["ratio_low"], first["ratio_high"])
+    long = Interval(last["ratio"], last["ratio_low"], last["ratio_high"])
+    quad_faster_short = stats.decide_below(short, 1.0 / (1 + stats.QUALITATIVE_MARGIN), margin=0)
+    chunk_faster_long = stats.decide_above(long, 1.0)
+    if quad_faster_short == "confirmed" and chunk_faster_long == "confirmed":
+        verdict = "confirmed"
+    elif stats.decide_above(short, 1.0, margin=0) == "confirmed":
+        verdict = "refuted"
+    else:
+        verdict = "inconclusive"
+    return Judgement(cross, "tokens", what, verdict,
+                     f"qualitative: quadratic faster at T={first['seq_len']} (t_q/t_c interval "
+                     f"below 1/1.05) and chunked faster at T={last['seq_len']} confirms; chunked "
+                     "already faster at the shortest length refutes")

@@ -1,0 +1,86 @@
+"""B5: the dedicated chunked SSD kernel vs plain PyTorch computing the same function. The plain
+PyTorch side is the fastest of the PyTorch forms in kernels/ssd/reference.py that fit in memory:
+the step-by-step recurrence and the masked quadratic einsum (and a chunked einsum form when the
+reference module provides one), so the kernel is compared with the best plain alternative."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flopkb.verify.context import Context
+from flopkb.verify.experiments import _ssd
+from flopkb.verify.experiments._common import Judgement, Measurement, judge_ratio, point_row
+from flopkb.verify.stats import Interval, ratio_interval
+
+DEFAULTS: dict[str, Any] = {"state_dim": 64, "head_dim": 64, "heads": 32, "batch": 2,
+                            "chunk_size": 64, "pass": "forward"}
+FULL = (512, 2048)
+QUICK = (1024,)
+# The quadratic einsum materialises several [B, H, T, T] fp32 tensors: keep it under ~24 GB.
+QUAD_LIMIT_BYTES = 24 * 2**30
+
+
+def cpu_check(ctx: Context) -> None:
+    import torch
+
+    from flopkb.verify.experiments._common import ssd_inputs
+
+    ref = ctx.load("ssd", "reference")
+    args = ssd_inputs(1, 21, 2, 8, 8, dtype=torch.float64)
+    ctx.check("ssd.reference quadratic vs recurrence", ref.ssd_quadratic_reference(*args),
+              ref.ssd_reference(*args), tol=1e-9)
+
+
+def _torch_forms(ref: Any, shape: dict[str, int]) -> dict[str, Any]:
+    forms = {"recurrence": ref.ssd_reference}
+    quad_bytes = 5 * shape["batch"] * shape["heads"] * shape["steps"] ** 2 * 4
+    if quad_bytes <= QUAD_LIMIT_BYTES:
+        forms["quadratic einsum"] = ref.ssd_quadratic_reference
+    for name in ("ssd_chunked_reference", "ssd_minimal"):
+        if hasattr(ref, name):
+            forms["chunked einsum"] = getattr(ref, name)
+    return forms
+
+
+def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
+    k = _ssd.kernels(ctx)
+    chunk = int(cond["chunk_size"])
+    rows = []
+    for steps in QUICK if ctx.quick else FULL:
+        if not ctx.more(len(rows)):
+            break
+        with ctx.optional(len(rows)):
+            shape = _ssd.shape_of({**cond, "tokens": int(cond["batch"]) * steps}, steps)
+            args = _ssd.make(ctx, shape)
+            y = k["chunked"].ssd_chunked(*args, chunk_size=chunk)
+            _ssd.check_against_reference(ctx, "ssd.chunked.ssd_chunked", y, args)
+            f, b = _ssd.costs(ctx, "chunked", shape, chunk)
+            t_k = ctx.time(f"kernel T={steps}", lambda *a: k["chunked"].ssd_chunked(
+                *a, chunk_size=chunk), [args], flops=f, nbytes=b, **shape)
+            best = None
+            row = point_row(seq_len=steps, kernel_ms=t_k.median_ms)
+            for name, fn in _torch_forms(k["reference"], shape).items():
+                ctx.check(f"pytorch {name} vs kernel", fn(*args), y.float())
+                t = ctx.time(f"pytorch {name} T={steps}", fn, [args], **shape)
+                row[f"{name}_ms"] = t.median_ms
+                if best is None or t.median_ms < best[1].median_ms:
+                    best = (name, t)
+            r = ratio_interval(best[1], t_k)
+            row.update(best_pytorch=best[0], pytorch_ms=best[1].median_ms, ratio=r.value,
+                       ratio_low=r.low, ratio_high=r.high)
+            rows.append(row)
+    plot = {"kind": "bars", "x": "seq_len", "xlabel": "sequence length", "ylabel": "time (ms)",
+            "series": {"fastest plain PyTorch": "pytorch_ms", "chunked kernel": "kernel_ms"},
+            "logy": True}
+    return Measurement({"primary": rows[-1]}, rows, dict(cond), plot)
+
+
+def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
+    p = m.data["primary"]
+    return judge_ratio(
+        Interval(p["ratio"], p["ratio_low"], p["ratio_high"]), mag,
+        what=f"t(fastest plain PyTorch: {p['best_pytorch']}) / t(chunked kernel), "
+        f"T={p['seq_len']}",
+        qualitative="qualitative 'the kernel delivers the speedup': ratio interval above 1.05 "
+        "confirms, below 1 refutes",
+    )

@@ -1,0 +1,92 @@
+"""A1: the same SSD math in the scan schedule (a recurrence over time, no tensor cores) vs the
+chunked schedule (matmuls on tensor cores inside chunks). Only the schedule differs: identical
+inputs, identical function (both checked against the reference and against each other)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flopkb.verify.context import Context
+from flopkb.verify.experiments import _ssd
+from flopkb.verify.experiments._common import (
+    Judgement,
+    Measurement,
+    judge_ratio,
+    point_row,
+    size_of,
+    ssd_inputs,
+)
+from flopkb.verify.stats import ratio_interval
+
+# State sizes swept beside the claim's own.
+STATE_SWEEP = (16, 128)
+LENGTH_SWEEP = (1024, 16384)
+DEFAULTS: dict[str, Any] = {"state_dim": 64, "head_dim": 64, "heads": 32, "tokens": 32768,
+                            "seq_len": 4096, "chunk_size": 64, "pass": "forward"}
+
+
+def cpu_check(ctx: Context) -> None:
+    k = _ssd.kernels(ctx)
+    import torch
+
+    args = ssd_inputs(2, 37, 4, 16, 16, groups=2, dtype=torch.float32)
+    want = k["reference"].ssd_reference(*args)
+    ctx.check("ssd.scan.ssd_scan", k["scan"].ssd_scan(*args), want)
+    ctx.check("ssd.chunked.ssd_chunked", k["chunked"].ssd_chunked(*args, chunk_size=16), want)
+
+
+def points(cond: dict[str, Any], quick: bool) -> list[tuple[int, int]]:
+    """(seq_len, state_dim): the claim's point first, then the state-size and length sweeps."""
+    t0, n0 = size_of(cond["seq_len"]), int(cond["state_dim"])
+    pts = [(t0, n0)] + [(t0, n) for n in STATE_SWEEP if n != n0]
+    if not quick:
+        pts += [(t, n0) for t in LENGTH_SWEEP if t != t0]
+    return pts[:2] if quick else pts
+
+
+def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
+    k = _ssd.kernels(ctx)
+    chunk = int(cond["chunk_size"])
+    rows = []
+    for steps, dstate in points(cond, ctx.quick):
+        if not ctx.more(len(rows)):
+            break
+        with ctx.optional(len(rows)):
+            shape = _ssd.shape_of(cond, steps, dstate)
+            args = _ssd.make(ctx, shape)
+            y_chunk = k["chunked"].ssd_chunked(*args, chunk_size=chunk)
+            y_scan = k["scan"].ssd_scan(*args)
+            _ssd.check_against_reference(ctx, "ssd.chunked.ssd_chunked", y_chunk, args)
+            _ssd.check_against_reference(ctx, "ssd.scan.ssd_scan", y_scan, args)
+            ctx.check("ssd_scan vs ssd_chunked (full length)", y_scan, y_chunk.float())
+            sets = _ssd.arg_sets(ctx, shape, args)
+            f_c, b_c = _ssd.costs(ctx, "chunked", shape, chunk)
+            f_s, b_s = _ssd.costs(ctx, "scan", shape)
+            tag = f"T={steps} N={dstate}"
+            t_c = ctx.time(f"chunked {tag}",
+                           lambda *a: k["chunked"].ssd_chunked(*a, chunk_size=chunk),
+                           sets, flops=f_c, nbytes=b_c, **shape)
+            t_s = ctx.time(f"scan {tag}", k["scan"].ssd_scan, sets, flops=f_s, nbytes=b_s, **shape)
+            r = ratio_interval(t_s, t_c)
+            rows.append(point_row(seq_len=steps, state_dim=dstate, scan_ms=t_s.median_ms,
+                                  chunked_ms=t_c.median_ms, ratio=r.value, ratio_low=r.low,
+                                  ratio_high=r.high,
+                                  scan_tflops=f_s / t_s.median_ms / 1e9,
+                                  chunked_tflops=f_c / t_c.median_ms / 1e9))
+    plot = {"kind": "lines", "x": "state_dim", "xlabel": "state size N (at the claim's length)",
+            "ylabel": "time (ms)", "filter": {"seq_len": rows[0]["seq_len"]},
+            "series": {"scan": "scan_ms", "chunked": "chunked_ms"}, "logx": True}
+    return Measurement({"primary": rows[0]}, rows, dict(cond), plot)
+
+
+def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
+    p = m.data["primary"]
+    from flopkb.verify.stats import Interval
+
+    return judge_ratio(
+        Interval(p["ratio"], p["ratio_low"], p["ratio_high"]), mag,
+        what=f"t(scan schedule) / t(chunked schedule), same SSD math, T={p['seq_len']}, "
+        f"N={p['state_dim']}",
+        qualitative="qualitative: the scan schedule is slower on the same math — ratio interval "
+        "above 1.05 confirms, wholly below 1 refutes",
+    )

@@ -1,0 +1,120 @@
+"""A3: SSD (chunked) vs causal FlashAttention-2 (torch SDPA with the flash backend forced) over
+sequence length at a fixed token count; q, k, v and x share the [B, T, H, 64] layout.
+
+Reads a `crossover at L` magnitude as the length where t(attention) / t(SSD) crosses 1 for good
+(log-log interpolation between swept lengths; the band from the ratio's p10/p90 corners), and an
+`Rx at L` magnitude as the ratio at length L.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flopkb.verify import stats
+from flopkb.verify.context import Context, ExperimentError
+from flopkb.verify.experiments import _peers, _ssd
+from flopkb.verify.experiments._common import Judgement, Measurement, judge_ratio, point_row
+from flopkb.verify.stats import Interval, ratio_interval
+
+DEFAULTS: dict[str, Any] = {"state_dim": 64, "head_dim": 64, "heads": 32, "tokens": 32768,
+                            "chunk_size": 64, "pass": "forward"}
+# FlashAttention-2; tests driving this path on the CPU set "math".
+BACKEND = "flash"
+FULL = (512, 1024, 2048, 4096, 8192, 16384)
+QUICK = (1024, 2048, 4096, 16384)
+
+
+def cpu_check(ctx: Context) -> None:
+    import torch
+
+    att = ctx.load("attention", "sdpa")
+    ref = ctx.load("attention", "reference")
+    q, kk, v = (torch.randn(2, 19, 3, 16) for _ in range(3))
+    ctx.check("attention.sdpa.causal_attention[math]",
+              att.causal_attention(q, kk, v, backend="math"),
+              ref.causal_attention_reference(q, kk, v))
+
+
+def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
+    import torch
+
+    k = _ssd.kernels(ctx)
+    att = ctx.load("attention", "sdpa")
+    aref = ctx.load("attention", "reference")
+    acost = ctx.load("attention", "cost")
+    chunk = int(cond["chunk_size"])
+    impl = "bundled"
+
+    def ssd_fn(*a):
+        return k["chunked"].ssd_chunked(*a, chunk_size=chunk)
+
+    if ctx.impl == "peer":
+        ssd_fn, impl = _peers.mamba_ssd()
+    backend_ran = None
+    rows = []
+    for steps in QUICK if ctx.quick else FULL:
+        if not ctx.more(len(rows)):
+            break
+        with ctx.optional(len(rows)):
+            shape = _ssd.shape_of(cond, steps)
+            args = _ssd.make(ctx, shape)
+            y = ssd_fn(*args)
+            _ssd.check_against_reference(ctx, "ssd chunked", y, args)
+            b, h, d = shape["batch"], shape["heads"], shape["headdim"]
+            g = torch.Generator(device=ctx.device).manual_seed(steps)
+            qkv = tuple(torch.randn(b, steps, h, d, device=ctx.device, generator=g,
+                                    dtype=torch.bfloat16)
+                        for _ in range(3))
+            o = att.causal_attention(*qkv, backend=BACKEND)
+            n = min(_ssd.PREFIX * 2, steps)
+            ctx.check(f"attention.sdpa.causal_attention[{BACKEND}]", o[:1, :n],
+                      aref.causal_attention_reference(*(t[:1, :n] for t in qkv)))
+            if backend_ran is None:
+                backend_ran = att.attention_backend(*qkv, backend=BACKEND)
+            sets = [qkv] + [
+                tuple(torch.randn_like(t) for t in qkv)
+                for _ in range(1, ctx.rotations(sum(t.numel() * 2 for t in qkv)))
+            ]
+            f_c, b_c = _ssd.costs(ctx, "chunked", shape, chunk)
+            t_c = ctx.time(f"ssd T={steps}", ssd_fn, _ssd.arg_sets(ctx, shape, args), flops=f_c,
+                           nbytes=b_c, **shape)
+            t_a = ctx.time(f"attention T={steps}",
+                           lambda *a: att.causal_attention(*a, backend=BACKEND), sets,
+                           flops=acost.flops(b, steps, h, d),
+                           nbytes=acost.bytes_moved(b, steps, h, d),
+                           batch=b, steps=steps, heads=h, headdim=d)
+            r = ratio_interval(t_a, t_c)
+            rows.append(point_row(seq_len=steps, batch=b, attention_ms=t_a.median_ms,
+                                  ssd_ms=t_c.median_ms, ratio=r.value, ratio_low=r.low,
+                                  ratio_high=r.high))
+    xs = [r["seq_len"] for r in rows]
+    ratios = [Interval(r["ratio"], r["ratio_low"], r["ratio_high"]) for r in rows]
+    cross = stats.crossover(xs, ratios)
+    plot = {"kind": "lines", "x": "seq_len", "xlabel": "sequence length (fixed tokens)",
+            "ylabel": "time (ms)", "series": {"FlashAttention-2 (SDPA flash)": "attention_ms",
+                                              "SSD chunked": "ssd_ms"},
+            "logx": True, "logy": True, "vline": cross.value, "vline_label": "crossover"}
+    data = {"crossover": cross.as_dict(), "attention_backend": backend_ran}
+    return Measurement(data, rows, dict(cond), plot, implementation=impl)
+
+
+def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
+    rows = m.sweep
+    if mag is not None and mag.kind == "crossover":
+        c = m.data["crossover"]
+        cross = Interval(c["value"], c["low"], c["high"])
+        verdict = stats.decide_crossover(cross, mag.low)
+        lo, hi = mag.low / stats.CROSSOVER_FACTOR, mag.low * stats.CROSSOVER_FACTOR
+        return Judgement(cross, "tokens",
+                         "sequence length where t(attention) / t(SSD) crosses 1 (SSD faster above)",
+                         verdict, f"crossover interval inside [{lo:.0f}, {hi:.0f}] "
+                         "(claimed length x/÷ sqrt 2)")
+    at = (mag.condition.get("at") if mag is not None else None) or rows[-1]["seq_len"]
+    row = next((r for r in rows if r["seq_len"] == at), None)
+    if row is None:
+        raise ExperimentError(f"length {at} is not in the sweep {[r['seq_len'] for r in rows]}")
+    return judge_ratio(
+        Interval(row["ratio"], row["ratio_low"], row["ratio_high"]), mag,
+        what=f"t(attention) / t(SSD) at T={at}",
+        qualitative="qualitative: SSD faster — ratio interval above 1.05 confirms",
+    )

@@ -1,0 +1,108 @@
+"""A2: SSD (chunked, tensor cores) vs Mamba-1's fused selective scan at equal state size.
+
+Matched as Mamba-2 and Mamba-1 layers of one width: the scan runs D = H * P channels, each with
+an N-dimensional state; SSD runs H heads of head dimension P with the same N (so both carry
+D * N state elements per sequence). Same token count, bf16 inputs, fp32 state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flopkb.verify.context import Context
+from flopkb.verify.experiments import _peers, _ssd
+from flopkb.verify.experiments._common import (
+    Judgement,
+    Measurement,
+    judge_ratio,
+    nbytes,
+    point_row,
+    selective_inputs,
+    selective_prefix,
+    size_of,
+)
+from flopkb.verify.stats import Interval, ratio_interval
+
+# State sizes swept beside the claim's own.
+STATE_SWEEP = (16, 128)
+LENGTH_SWEEP = (1024, 16384)
+DEFAULTS: dict[str, Any] = {"state_dim": 64, "head_dim": 64, "heads": 32, "tokens": 32768,
+                            "seq_len": 4096, "chunk_size": 64, "pass": "forward"}
+
+
+def cpu_check(ctx: Context) -> None:
+    import torch
+
+    scan = ctx.load("selective_scan", "scan")
+    ref = ctx.load("selective_scan", "reference")
+    args = selective_inputs(2, 6, 23, 8, dtype=torch.float32)
+    ctx.check("selective_scan.scan.selective_scan", scan.selective_scan(*args),
+              ref.selective_scan_reference(*args))
+
+
+def points(cond: dict[str, Any], quick: bool) -> list[tuple[int, int]]:
+    t0, n0 = size_of(cond["seq_len"]), int(cond["state_dim"])
+    sweep = [(t0, n0)] + [(t0, n) for n in (*STATE_SWEEP, 256) if n != n0]
+    if quick:
+        return sweep[:2]
+    return sweep + [(t, n0) for t in LENGTH_SWEEP if t != t0]
+
+
+def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
+    k = _ssd.kernels(ctx)
+    scan = ctx.load("selective_scan", "scan")
+    sref = ctx.load("selective_scan", "reference")
+    scost = ctx.load("selective_scan", "cost")
+    chunk = int(cond["chunk_size"])
+    impl = "bundled"
+
+    def ssd_fn(*a):
+        return k["chunked"].ssd_chunked(*a, chunk_size=chunk)
+
+    if ctx.impl == "peer":
+        ssd_fn, impl = _peers.mamba_ssd()
+    rows = []
+    for steps, dstate in points(cond, ctx.quick):
+        if not ctx.more(len(rows)):
+            break
+        with ctx.optional(len(rows)):
+            shape = _ssd.shape_of(cond, steps, dstate)
+            dim = shape["heads"] * shape["headdim"]
+            args = _ssd.make(ctx, shape)
+            y = ssd_fn(*args)
+            _ssd.check_against_reference(ctx, "ssd chunked", y, args)
+            s_args = selective_inputs(shape["batch"], dim, steps, dstate, device=ctx.device)
+            ys = scan.selective_scan(*s_args)
+            pre = selective_prefix(s_args, min(_ssd.PREFIX, steps))
+            ctx.check("selective_scan.scan.selective_scan", ys[:1, :, : pre[0].shape[2]],
+                      sref.selective_scan_reference(*pre))
+            f_c, b_c = _ssd.costs(ctx, "chunked", shape, chunk)
+            f_s = scost.flops(shape["batch"], dim, steps, dstate)
+            b_s = scost.bytes_moved(shape["batch"], dim, steps, dstate)
+            s_sets = [s_args] + [
+                selective_inputs(shape["batch"], dim, steps, dstate, device=ctx.device, seed=i)
+                for i in range(1, ctx.rotations(nbytes(*s_args)))
+            ]
+            tag = f"T={steps} N={dstate}"
+            t_c = ctx.time(f"ssd {tag}", ssd_fn, _ssd.arg_sets(ctx, shape, args), flops=f_c,
+                           nbytes=b_c, **shape)
+            t_s = ctx.time(f"selective_scan {tag}", scan.selective_scan, s_sets, flops=f_s,
+                           nbytes=b_s, batch=shape["batch"], dim=dim, steps=steps, dstate=dstate)
+            r = ratio_interval(t_s, t_c)
+            rows.append(point_row(seq_len=steps, state_dim=dstate, scan_ms=t_s.median_ms,
+                                  ssd_ms=t_c.median_ms, ratio=r.value, ratio_low=r.low,
+                                  ratio_high=r.high))
+    plot = {"kind": "lines", "x": "state_dim", "xlabel": "state size N",
+            "ylabel": "time (ms)", "filter": {"seq_len": rows[0]["seq_len"]},
+            "series": {"Mamba-1 selective scan": "scan_ms", "SSD chunked": "ssd_ms"},
+            "logx": True}
+    return Measurement({"primary": rows[0]}, rows, dict(cond), plot, implementation=impl)
+
+
+def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
+    p = m.data["primary"]
+    return judge_ratio(
+        Interval(p["ratio"], p["ratio_low"], p["ratio_high"]), mag,
+        what=f"t(selective scan) / t(SSD chunked), T={p['seq_len']}, N={p['state_dim']}",
+        qualitative="qualitative: SSD faster — ratio interval above 1.05 confirms, below 1 refutes",
+    )

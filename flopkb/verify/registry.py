@@ -1,0 +1,248 @@
+"""The experiments `flopkb verify` knows, as plain data: importing this module never imports torch.
+
+`flopkb validate` uses it to check that an evidence record or a claim row's `verify.experiment`
+names an experiment that exists, and `hashing` uses `kernels` to hash the kernel sources an
+experiment runs. The code of experiment NAME lives in `flopkb/verify/experiments/<module>.py` and
+is imported only when the experiment runs.
+
+`kernels` entries are paths relative to the KB's `kernels/` folder; an entry ending in "/" stands
+for every `*.py` file below that folder, so a kernel module added or renamed inside an operator's
+folder still counts towards the hash.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ExperimentInfo:
+    """What an experiment runs and measures, and how it reads a claim's magnitude."""
+
+    name: str
+    module: str
+    title: str
+    claims: tuple[str, ...]
+    kernels: tuple[str, ...]
+    measures: str
+    criterion: str
+    sweep: str
+    time_limit_s: float = 60.0
+    needs: tuple[str, ...] = ()
+    peers: tuple[str, ...] = ()
+
+
+_SSM = ("_ssm_common.py",)
+
+EXPERIMENTS: dict[str, ExperimentInfo] = {
+    info.name: info
+    for info in (
+        ExperimentInfo(
+            name="calibration",
+            module="calibration",
+            title="Measured ceilings: bf16 GEMM peak (cuBLAS, random data), device copy bandwidth",
+            claims=(),
+            kernels=("gemm/cublas.py",),
+            measures="bf16 TFLOP/s of an 8192^3 cuBLAS product; GB/s of a 2 GiB device copy "
+            "(bytes read + written)",
+            criterion="no claim: the ceilings every roofline floor of the run is computed from",
+            sweep="none",
+            time_limit_s=30,
+        ),
+        ExperimentInfo(
+            name="scan-vs-matmul-schedule",
+            module="schedule",
+            title="Same SSD math, scan schedule vs chunked (tensor-core) schedule",
+            claims=("A1",),
+            kernels=("ssd/", *_SSM),
+            measures="time ratio t(ssd_scan) / t(ssd_chunked) on identical inputs, and each "
+            "schedule's fraction of the bf16 tensor peak",
+            criterion="qualitative: confirmed when the ratio interval lies above 1 + tolerance "
+            "(the scan schedule is slower on the same math), refuted when it lies below 1",
+            sweep="state size N in {64, 128} x sequence length",
+            time_limit_s=35,
+        ),
+        ExperimentInfo(
+            name="ssd-vs-scan",
+            module="ssd_vs_scan",
+            title="SSD chunked vs Mamba-1 fused selective scan at equal state size",
+            claims=("A2",),
+            kernels=("ssd/", "selective_scan/", *_SSM),
+            measures="time ratio t(selective_scan, D = H*P channels) / t(ssd_chunked)",
+            criterion="ratio interval vs the claimed range widened by the tolerance",
+            sweep="state size N in {16, 64, 128, 256} at the reference length; sequence length",
+            time_limit_s=45,
+            peers=("mamba_ssm",),
+        ),
+        ExperimentInfo(
+            name="ssd-vs-attention",
+            module="ssd_vs_attention",
+            title="SSD chunked vs causal FlashAttention-2 (torch SDPA, flash backend)",
+            claims=("A3",),
+            kernels=("ssd/", "attention/", *_SSM),
+            measures="ratio t(attention) / t(ssd) over sequence length at fixed tokens; the "
+            "crossover length where the ratio crosses 1 (log-log interpolation)",
+            criterion="'crossover at L': crossover interval inside [L/sqrt2, L*sqrt2]; "
+            "'Rx at L': ratio at L vs R widened by the tolerance",
+            sweep="sequence length 512 .. 16K at fixed batch*length",
+            time_limit_s=45,
+            peers=("mamba_ssm",),
+        ),
+        ExperimentInfo(
+            name="scan-vs-mlp",
+            module="scan_vs_mlp",
+            title="Mamba-1 layer (projections + selective scan) vs MLP layer of the same width",
+            claims=("A4",),
+            kernels=("selective_scan/", "gemm/cublas.py", *_SSM),
+            measures="time ratio t(in_proj + scan + out_proj) / t(MLP up + down), forward, "
+            "d_model d, expand 2, MLP 4d",
+            criterion="qualitative 'slower': ratio interval above 1 + tolerance",
+            sweep="state size N in {16, 64}",
+            time_limit_s=25,
+        ),
+        ExperimentInfo(
+            name="decay-granularity",
+            module="decay_granularity",
+            title="Chunked SSD with one decay per head vs one decay per state channel",
+            claims=("A5",),
+            kernels=("ssd/", *_SSM),
+            measures="time ratio t(per-channel decay) / t(scalar decay), same shapes",
+            criterion="qualitative 'shared decay is cheaper': ratio interval above 1 + tolerance",
+            sweep="state size N in {64, 128} x sequence length",
+            time_limit_s=30,
+        ),
+        ExperimentInfo(
+            name="roofline-efficiency",
+            module="roofline",
+            title="Fraction of roofline: selective scan vs elementwise vs GEMM",
+            claims=("A6",),
+            kernels=("selective_scan/", "elementwise/", "gemm/cublas.py", *_SSM),
+            measures="t(scan) / (scan FLOPs / GEMM-achieved FLOP/s): how far a FLOP count at GEMM "
+            "efficiency under-predicts the scan's time; roofline fractions of all three",
+            criterion="qualitative 'predicts poorly': misprediction factor interval above 2",
+            sweep="sequence length at fixed tokens; state size N in {16, 64}",
+            time_limit_s=30,
+        ),
+        ExperimentInfo(
+            name="ssd-matmul-share",
+            module="matmul_share",
+            title="Share of chunked-SSD time spent in its matmul stages",
+            claims=("B1",),
+            kernels=("ssd/", *_SSM),
+            measures="sum of matmul-stage times / sum of all stage times of ssd_chunked",
+            criterion="'dominated by matmuls': share interval above 0.5",
+            sweep="state size N in {64, 128, 256}",
+            time_limit_s=25,
+        ),
+        ExperimentInfo(
+            name="chunked-vs-quadratic",
+            module="chunked_vs_quadratic",
+            title="Chunked SSD vs the quadratic (attention-like) SSD form over sequence length",
+            claims=("B3",),
+            kernels=("ssd/", *_SSM),
+            measures="ratio t(chunked) / t(quadratic) over sequence length; crossover length",
+            criterion="qualitative: confirmed when quadratic is faster (ratio interval > 1) at "
+            "the shortest length and slower (< 1) at the longest, i.e. a crossover exists",
+            sweep="sequence length 64 .. 8K at fixed batch*heads",
+            time_limit_s=35,
+        ),
+        ExperimentInfo(
+            name="chunk-size-sweep",
+            module="chunk_size",
+            title="Chunked SSD time over chunk size Q",
+            claims=("B4",),
+            kernels=("ssd/", *_SSM),
+            measures="time per chunk size; ratio t(Q_claimed) / t(best Q)",
+            criterion="confirmed when the claimed Q is within the tolerance of the best Q "
+            "(ratio interval <= 1 + tol), refuted when clearly slower",
+            sweep="chunk size Q in {32, 64, 128, 256} x state size",
+            time_limit_s=30,
+        ),
+        ExperimentInfo(
+            name="kernel-vs-pytorch",
+            module="kernel_vs_pytorch",
+            title="Dedicated SSD kernel vs plain PyTorch",
+            claims=("B5",),
+            kernels=("ssd/", *_SSM),
+            measures="time ratio t(plain PyTorch SSD) / t(ssd_chunked kernel)",
+            criterion="qualitative 'kernel delivers the speedup': ratio interval above "
+            "1 + tolerance",
+            sweep="sequence length",
+            time_limit_s=30,
+        ),
+        ExperimentInfo(
+            name="gemm-ruggedness",
+            module="ruggedness",
+            title="bf16 GEMM throughput over nearby shapes (alignment sweep)",
+            claims=("C2",),
+            kernels=("gemm/", ),
+            measures="max/min TFLOP/s over square shapes within 4% of a base size (cuBLAS); "
+            "coefficient of variation; the Triton GEMM alongside",
+            criterion="qualitative 'rugged': swing factor interval above 1.25 while the roofline "
+            "predicts under 1.04 across the same shapes",
+            sweep="M = N = K over base + {-64 .. +64} incl. odd and power-of-two-aligned sizes",
+            time_limit_s=35,
+        ),
+        ExperimentInfo(
+            name="lowrank-vs-dense",
+            module="lowrank",
+            title="Low-rank pair (x U) V vs the dense product",
+            claims=("C3",),
+            kernels=("gemm/",),
+            measures="speedup t(dense) / t(low rank) and its efficiency relative to the FLOP ratio",
+            criterion="qualitative 'efficient': low rank faster (ratio interval above 1 + tol) at "
+            "rank K/4, reported where it stops holding over the rank sweep",
+            sweep="rank r in {K/16, K/8, K/4, K/2}",
+            time_limit_s=20,
+        ),
+        ExperimentInfo(
+            name="int8-native-vs-emulated",
+            module="int8",
+            title="Native INT8 tensor-core GEMM vs INT8 emulated on bf16 tensor cores",
+            claims=("C4",),
+            kernels=("gemm/",),
+            measures="time ratio t(emulated) / t(native) for torch._int_mm and the Triton int8 dot",
+            criterion="qualitative 'native beats emulated': ratio interval above 1 + tolerance; "
+            "INT4 parts are not applicable where int4_tensor_ops is null",
+            sweep="square sizes 2048 .. 8192",
+            time_limit_s=30,
+            needs=("int8_tensor_ops",),
+        ),
+        ExperimentInfo(
+            name="reduction-determinism",
+            module="determinism",
+            title="Atomic vs fixed-order float reduction: distinct bitwise results over repeats",
+            claims=("D1",),
+            kernels=("reduction/",),
+            measures="number of distinct bitwise results over repeated runs, per reduction",
+            criterion="confirmed when the atomic reduction gives > 1 distinct results and the "
+            "fixed-order one exactly 1; refuted when the fixed-order one varies",
+            sweep="element count 1M .. 64M",
+            time_limit_s=15,
+        ),
+        ExperimentInfo(
+            name="determinism-overhead",
+            module="determinism_overhead",
+            title="Cost of a deterministic (fixed-order) reduction vs the atomic one",
+            claims=("D3",),
+            kernels=("reduction/",),
+            measures="time ratio t(fixed order) / t(atomic)",
+            criterion="qualitative 'has an overhead': ratio interval above 1 + tolerance; "
+            "refuted when below 1",
+            sweep="element count 1M .. 256M",
+            time_limit_s=20,
+        ),
+    )
+}
+
+
+def experiment_exists(name: str) -> bool:
+    return name in EXPERIMENTS
+
+
+def get(name: str) -> ExperimentInfo:
+    """The experiment called `name`; KeyError names the known ones."""
+    try:
+        return EXPERIMENTS[name]
+    except KeyError:
+        raise KeyError(f"no experiment {name!r}; known: {', '.join(sorted(EXPERIMENTS))}") from None

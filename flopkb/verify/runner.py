@@ -1,0 +1,511 @@
+"""Runs experiments: the plan (claims -> experiments), the CPU check mode, the GPU run with
+calibration, machine matching, verdicts, evidence and plots, and sharding over torchrun ranks.
+
+The library never prints: progress goes through the `on_event(kind, payload)` callback.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from flopkb.magnitude import Magnitude, MagnitudeError, parse_magnitude
+from flopkb.model import ClassRecord, EvidenceRecord, HardwareParameter, HistoryEntry, Measured
+from flopkb.model.base import CURRENT_SCHEMA_VERSION
+from flopkb.verify import evidence as ev_io
+from flopkb.verify import registry
+from flopkb.verify.hashing import current_hashes
+
+T = TypeVar("T")
+Event = Callable[[str, dict[str, Any]], None]
+CALIBRATION = "calibration"
+
+
+class NoGpuError(RuntimeError):
+    """`--gpu` was asked for on a machine without a usable CUDA GPU."""
+
+
+@dataclass
+class Target:
+    """One claim row linked to an experiment, with its magnitude parsed (or the parse error)."""
+
+    claim: str
+    record: ClassRecord
+    row: HardwareParameter
+    magnitude: Magnitude | None
+    magnitude_error: str | None = None
+
+
+@dataclass
+class Job:
+    experiment: str
+    targets: list[Target] = field(default_factory=list)
+
+
+@dataclass
+class Result:
+    claim: str | None
+    experiment: str
+    verdict: str
+    measured: dict[str, Any] | None = None
+    expected: dict[str, Any] | None = None
+    evidence: str | None = None
+    reason: str | None = None
+    conditions: dict[str, Any] | None = None
+    criterion: str | None = None
+    cpu_check: list[dict[str, Any]] | None = None
+    duration_s: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        data = {"claim": self.claim, "experiment": self.experiment, "verdict": self.verdict,
+                "measured": self.measured, "expected": self.expected, "evidence": self.evidence,
+                "reason": self.reason, "conditions": self.conditions, "criterion": self.criterion}
+        if self.cpu_check is not None:
+            data["cpu_check"] = self.cpu_check
+        if self.duration_s is not None:
+            data["duration_s"] = round(self.duration_s, 2)
+        return data
+
+
+def _noop(kind: str, payload: dict[str, Any]) -> None:
+    return None
+
+
+def shard(items: Sequence[T], rank: int, world: int) -> list[T]:
+    """Items i with i % world == rank: the torchrun partition (every rank computes the same one)."""
+    if world < 1 or not 0 <= rank < world:
+        raise ValueError(f"expected 0 <= rank < world, got rank {rank} of {world}")
+    return [item for i, item in enumerate(items) if i % world == rank]
+
+
+def plan(kb, claim: str | None = None, record: str | None = None) -> tuple[list[Job], list[Result]]:
+    """Jobs (one per experiment, in registry order, with the claims linking to it) and results
+    for links that cannot run (unknown experiment). `claim` / `record` narrow the selection."""
+    jobs: dict[str, Job] = {}
+    broken: list[Result] = []
+    for cid, rec, row in kb.claims():
+        if row.verify is None:
+            continue
+        if claim is not None and cid != claim:
+            continue
+        if record is not None and rec.id != record:
+            continue
+        name = row.verify.experiment
+        if not registry.experiment_exists(name):
+            broken.append(Result(cid, name, "error", reason=f"no bundled experiment {name!r}"))
+            continue
+        try:
+            mag, err = parse_magnitude(row.magnitude), None
+        except MagnitudeError as exc:
+            mag, err = None, str(exc)
+        jobs.setdefault(name, Job(name)).targets.append(Target(cid, rec, row, mag, err))
+    ordered = [jobs[name] for name in registry.EXPERIMENTS if name in jobs]
+    return ordered, broken
+
+
+def unlinked(kb) -> list[str]:
+    """Experiments no claim row of the KB links to (calibration excepted)."""
+    linked = {row.verify.experiment for _, _, row in kb.claims() if row.verify is not None}
+    return [n for n in registry.EXPERIMENTS if n != CALIBRATION and n not in linked]
+
+
+def experiment_module(name: str):
+    return importlib.import_module(f"flopkb.verify.experiments.{registry.get(name).module}")
+
+
+def match_accelerator(kb, gpu_name: str | None) -> str | None:
+    """The accelerator record whose `match` regexes (case-insensitive) match the GPU name."""
+    import re
+
+    if not gpu_name:
+        return None
+    for acc_id, acc in sorted(kb.accelerators.items()):
+        if any(re.search(pattern, gpu_name, re.IGNORECASE) for pattern in acc.match):
+            return acc_id
+    return None
+
+
+def not_applicable(kb, acc_id: str | None, target: Target) -> str | None:
+    """Why `target` does not apply on this accelerator, or None when it does."""
+    if acc_id is None:
+        return "the GPU matched no accelerator record"
+    if acc_id not in target.record.affected_by_hardware:
+        return f"{acc_id} is not in {target.record.id}'s affected_by_hardware"
+    acc = kb.accelerators.get(acc_id)
+    info = registry.get(target.row.verify.experiment)
+    for quantity in (target.row.quantity, *info.needs):
+        spec = acc.specs.get(quantity) if acc else None
+        if spec is not None and spec.value is None:
+            return f"{acc_id} has no {quantity}" + (f" ({spec.note})" if spec.note else "")
+    return None
+
+
+# ----- CPU plan mode -----
+
+
+def run_cpu(kb_root: Path | None, jobs: list[Job], extra: Sequence[str] = (),
+            on_event: Event = _noop) -> list[Result]:
+    """Check every experiment's kernels against their references on the CPU (Triton interpreter)
+    and describe the plan; verdict `not-run`. `extra`: experiments to check with no claim."""
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+    from flopkb.verify.context import Context, ExperimentError
+
+    names = [CALIBRATION] + [j.experiment for j in jobs] + [n for n in extra]
+    checked: dict[str, list[dict[str, Any]]] = {}
+    on_event("start", {"total": len(names)})
+    for name in names:
+        ctx = Context(gpu=False, kb_root=kb_root)
+        ctx.begin(registry.get(name).time_limit_s)
+        try:
+            experiment_module(name).cpu_check(ctx)
+        except (ExperimentError, ValueError, RuntimeError, ImportError, AttributeError) as exc:
+            ctx.checks.append({"kernel": name, "ok": False,
+                               "error": f"{type(exc).__name__}: {exc}"})
+        checked[name] = ctx.checks
+        on_event("advance", {"experiment": name})
+    results = [Result(None, CALIBRATION, "not-run", reason="no GPU: CPU check only",
+                      cpu_check=checked[CALIBRATION])]
+    for job in jobs:
+        mod = experiment_module(job.experiment)
+        from flopkb.verify.experiments._common import resolve
+
+        for t in job.targets:
+            cond, notes = resolve(mod.DEFAULTS, t.row.conditions)
+            results.append(Result(
+                t.claim, job.experiment, "not-run",
+                expected=t.magnitude.as_dict() if t.magnitude else None,
+                reason="; ".join(["no GPU: CPU check only", *notes]),
+                conditions=cond, criterion=registry.get(job.experiment).criterion,
+                cpu_check=checked[job.experiment]))
+    for name in extra:
+        results.append(Result(None, name, "not-run", reason="no claim links this experiment",
+                              cpu_check=checked[name]))
+    return results
+
+
+# ----- GPU mode -----
+
+
+@dataclass
+class Session:
+    """What one GPU run shares between experiments."""
+
+    kb: Any
+    kb_root: Path | None
+    out_dir: Path
+    accelerator: str | None
+    machine: dict[str, Any]
+    command: str
+    quick: bool
+    impl: str
+    write: bool = True
+
+
+def _error_reason(exc: BaseException) -> str:
+    import torch
+
+    if isinstance(exc, torch.cuda.OutOfMemoryError):
+        return f"out of device memory: {str(exc).splitlines()[0]}"
+    from flopkb.verify.context import ExperimentError
+
+    if isinstance(exc, ExperimentError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _free_memory() -> None:
+    import gc
+
+    import torch
+
+    gc.collect()
+    torch.cuda.empty_cache()
+
+
+def _evidence(s: Session, *, claim: str | None, experiment: str, implementation: str,
+              hashes: dict[str, str], cond: dict[str, Any], stats: dict[str, Any],
+              measured: Measured | None, expected: dict[str, Any] | None, verdict: str,
+              applicable: str | None, reason: str | None, criterion: str | None,
+              checks: list[dict[str, Any]], ceilings: dict[str, Any], sweep: list[dict[str, Any]],
+              duration: float, artifacts: list[str]) -> EvidenceRecord:
+    now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    eid = ev_io.unique_id(s.out_dir, ev_io.evidence_id(claim, s.accelerator, now))
+    title = (f"{claim} on {s.accelerator or 'unknown GPU'}: {verdict}" if claim
+             else f"Measured ceilings of {s.accelerator or 'unknown GPU'}")
+    return EvidenceRecord(
+        schema_version=CURRENT_SCHEMA_VERSION, id=eid, kind="evidence", title=title,
+        history=[HistoryEntry(date=now.date(), by="flopkb verify",
+                              note=f"written by: {s.command}")],
+        claim=claim, experiment=experiment, accelerator=s.accelerator,
+        implementation=implementation, kernel_hashes=hashes, machine=s.machine,
+        conditions=_jsonable(cond), statistics=_jsonable(stats), measured=measured,
+        expected=expected, verdict=verdict, applicable_verdict=applicable, reason=reason,
+        criterion=criterion, correctness=_jsonable(checks), ceilings=ceilings,
+        sweep=_jsonable(sweep), command=s.command, timestamp=now, duration_s=round(duration, 2),
+        artifacts=artifacts,
+    )
+
+
+def _jsonable(value: Any) -> Any:
+    """Plain JSON types only (floats rounded to 6 significant digits, inf/nan as strings)."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return str(value)
+        return float(f"{value:.6g}")
+    if isinstance(value, (int, str, bool)) or value is None:
+        return value
+    return str(value)
+
+
+def _measured(j) -> Measured | None:
+    if j is None or j.measured is None:
+        return None
+    r = lambda x: None if x is None else float(f"{x:.6g}")  # noqa: E731
+    return Measured(value=r(j.measured.value), low=r(j.measured.low), high=r(j.measured.high),
+                    unit=j.unit, what=j.what or None)
+
+
+def _plot(s: Session, experiment: str, m, stamp_: str) -> list[str]:
+    if not s.write or m.plot is None:
+        return []
+    from flopkb.verify import plots
+
+    suffix = "-quick" if s.quick else ""
+    name = f"{experiment}-{s.accelerator or 'unknown-gpu'}-{stamp_}{suffix}.png"
+    title = f"{experiment} on {s.machine.get('gpu')}"
+    path = plots.render(m.plot, m.sweep, s.out_dir / name, title)
+    return [name] if path else []
+
+
+def _calibrate(s: Session, ctx, on_event: Event) -> Result:
+    from flopkb.verify.context import Ceilings
+
+    mod = experiment_module(CALIBRATION)
+    hashes = current_hashes(s.kb_root, CALIBRATION)
+    started = time.monotonic()
+    ctx.begin(registry.get(CALIBRATION).time_limit_s)
+    m, verdict, reason, measured = None, "error", None, None
+    try:
+        m = mod.measure(ctx, dict(mod.DEFAULTS))
+        # The ceiling is the best sustained rate (p10 time), not the median: a kernel may
+        # legitimately match the peak GEMM's better repetitions.
+        ctx.ceilings = Ceilings(m.data["bf16_tflops_high"], m.data["copy_gbps_high"],
+                                "measured in this run (calibration, p10 times)")
+        verdict, reason = _check_ceilings(s, ctx.ceilings)
+        measured = Measured(value=round(m.data["bf16_tflops"], 2),
+                            low=round(m.data["bf16_tflops_low"], 2),
+                            high=round(m.data["bf16_tflops_high"], 2), unit="TFLOP/s",
+                            what=f"bf16 GEMM peak (cuBLAS 8192^3, random); device copy "
+                            f"{m.data['copy_gbps']:.0f} GB/s read+write")
+    except Exception as exc:
+        reason = _error_reason(exc)
+        ctx.ceilings = _datasheet_ceilings(s)
+    record = _evidence(
+        s, claim=None, experiment=CALIBRATION, implementation="bundled", hashes=hashes,
+        cond=dict(mod.DEFAULTS), stats={"timings": ctx.timings, "data": m.data if m else {}},
+        measured=measured, expected=None, verdict=verdict, applicable=None, reason=reason,
+        criterion="ceilings within (0.5, 1.05] x the accelerator's datasheet figures",
+        checks=ctx.checks, ceilings=ctx.ceilings.as_dict() if ctx.ceilings else {}, sweep=[],
+        duration=time.monotonic() - started, artifacts=[])
+    if s.write:
+        ev_io.write_evidence(record, s.out_dir)
+    on_event("result", {"experiment": CALIBRATION, "verdict": verdict})
+    measured_dict = record.measured.model_dump() if record.measured else None
+    return Result(None, CALIBRATION, verdict, measured_dict,
+                  None, record.id if s.write else None, reason, dict(mod.DEFAULTS),
+                  duration_s=record.duration_s)
+
+
+def _spec(s: Session, qid: str) -> float | None:
+    acc = s.kb.accelerators.get(s.accelerator) if s.accelerator else None
+    spec = acc.specs.get(qid) if acc else None
+    return spec.value if spec is not None else None
+
+
+def _check_ceilings(s: Session, c) -> tuple[str, str | None]:
+    """Measured ceilings against the datasheet: above it means a broken timer (error)."""
+    flops, bw = _spec(s, "bf16_tensor_flops"), _spec(s, "hbm_bandwidth")
+    if flops is None or bw is None:
+        return "inconclusive", "no datasheet figures to compare the ceilings with"
+    f_ratio, b_ratio = c.bf16_tflops / flops, c.copy_gbps / (bw * 1000)
+    note = f"measured / datasheet: bf16 {f_ratio:.2f}, bandwidth {b_ratio:.2f}"
+    if f_ratio > 1.05 or b_ratio > 1.05:
+        return "error", f"ceiling above the datasheet ({note}): broken timer"
+    if f_ratio <= 0.5 or b_ratio <= 0.5:
+        return "inconclusive", f"ceiling far under the datasheet ({note})"
+    return "confirmed", note
+
+
+def _datasheet_ceilings(s: Session):
+    from flopkb.verify.context import Ceilings
+
+    flops, bw = _spec(s, "bf16_tensor_flops"), _spec(s, "hbm_bandwidth")
+    if flops is None or bw is None:
+        return None
+    return Ceilings(flops, bw * 1000, "datasheet (calibration failed)")
+
+
+def _run_job(s: Session, ctx, job: Job, on_event: Event) -> list[Result]:
+    from flopkb.verify.experiments._common import resolve
+
+    info = registry.get(job.experiment)
+    mod = experiment_module(job.experiment)
+    hashes = current_hashes(s.kb_root, job.experiment)
+    cache: dict[str, dict[str, Any]] = {}
+    results = []
+    for t in job.targets:
+        cond, notes = resolve(mod.DEFAULTS, t.row.conditions)
+        key = json.dumps(cond, sort_keys=True, default=str)
+        if key not in cache:
+            started = time.monotonic()
+            ctx.begin(info.time_limit_s)
+            entry: dict[str, Any] = {"m": None, "error": None}
+            try:
+                if ctx.ceilings is None:
+                    from flopkb.verify.context import ExperimentError
+
+                    raise ExperimentError("no ceilings (calibration failed, no datasheet): "
+                                          "timings cannot be checked against a roofline floor")
+                entry["m"] = mod.measure(ctx, cond)
+            except Exception as exc:
+                entry["error"] = _error_reason(exc)
+                _free_memory()
+            entry.update(timings=dict(ctx.timings), checks=list(ctx.checks), notes=list(ctx.notes),
+                         duration=time.monotonic() - started,
+                         stamp=ev_io.stamp(dt.datetime.now(dt.timezone.utc)))
+            entry["artifacts"] = _safe_plot(s, job.experiment, entry)
+            cache[key] = entry
+        entry = cache[key]
+        m, judgement, reason = entry["m"], None, entry["error"]
+        verdict = "error"
+        if t.magnitude_error:
+            reason = f"magnitude does not parse: {t.magnitude_error}"
+        elif m is not None:
+            try:
+                judgement = mod.judge(m, t.magnitude, cond)
+                verdict, reason = judgement.verdict, judgement.reason
+            except Exception as exc:
+                verdict, reason = "error", _error_reason(exc)
+        applicable = None
+        na = not_applicable(s.kb, s.accelerator, t)
+        if na and verdict != "error":
+            applicable, verdict, reason = verdict, "not-applicable", na
+        if notes or entry["notes"]:
+            reason = "; ".join(x for x in (reason, *notes, *entry["notes"]) if x)
+        impl = m.implementation if m is not None else (
+            f"peer:{','.join(info.peers)} (failed)" if s.impl == "peer" and info.peers
+            else "bundled")
+        if s.impl == "peer" and not info.peers:
+            impl = "bundled (no peer for this experiment)"
+        record = _evidence(
+            s, claim=t.claim, experiment=job.experiment, implementation=impl, hashes=hashes,
+            cond={**cond, **({"not_honoured": notes} if notes else {}), "quick": s.quick},
+            stats={"timings": entry["timings"], "data": m.data if m else {}},
+            measured=_measured(judgement), expected=t.magnitude.as_dict() if t.magnitude else
+            {"text": t.row.magnitude, "error": t.magnitude_error},
+            verdict=verdict, applicable=applicable, reason=reason,
+            criterion=judgement.criterion if judgement else info.criterion,
+            checks=entry["checks"], ceilings=ctx.ceilings.as_dict() if ctx.ceilings else {},
+            sweep=m.sweep if m else [], duration=entry["duration"],
+            artifacts=entry["artifacts"])
+        if s.write:
+            ev_io.write_evidence(record, s.out_dir)
+        results.append(Result(
+            t.claim, job.experiment, verdict,
+            record.measured.model_dump(mode="json") if record.measured else None,
+            record.expected, record.id if s.write else None, reason, record.conditions,
+            record.criterion, duration_s=entry["duration"]))
+        on_event("result", {"experiment": job.experiment, "claim": t.claim, "verdict": verdict})
+    return results
+
+
+def _safe_plot(s: Session, experiment: str, entry: dict[str, Any]) -> list[str]:
+    if entry["m"] is None:
+        return []
+    try:
+        return _plot(s, experiment, entry["m"], entry["stamp"])
+    except Exception as exc:
+        entry.setdefault("plot_error", f"{type(exc).__name__}: {exc}")
+        return []
+
+
+def gpu_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def _dist() -> tuple[int, int, int]:
+    return (int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1")),
+            int(os.environ.get("LOCAL_RANK", "0")))
+
+
+def run_gpu(kb, kb_root: Path | None, jobs: list[Job], *, quick: bool = False,
+            impl: str = "bundled", command: str = "flopkb verify --gpu",
+            out_dir: Path | None = None, write: bool = True,
+            on_event: Event = _noop, device: str | None = None,
+            ) -> tuple[dict[str, Any] | None, list[Result] | None]:
+    """Calibrate, run this rank's share of `jobs`, write evidence; rank 0 returns every rank's
+    results (other ranks return (machine, None)). Raises NoGpuError without CUDA."""
+    if not gpu_available():
+        raise NoGpuError("no CUDA GPU is available to this process")
+    import torch
+
+    from flopkb.verify.context import Context, Settings
+    from flopkb.verify.machine import fingerprint
+
+    rank, world, local = _dist()
+    if world > 1:
+        import torch.distributed as dist
+
+        torch.cuda.set_device(local)
+        if not dist.is_initialized():
+            dist.init_process_group("nccl")
+    machine = fingerprint()
+    acc = match_accelerator(kb, machine.get("gpu"))
+    machine["accelerator"] = acc
+    machine["rank"], machine["world_size"] = rank, world
+    folder = out_dir or ev_io.evidence_dir(kb_root or Path("."))
+    s = Session(kb, kb_root, folder, acc, machine, command, quick, impl, write)
+    ctx = Context(gpu=True, quick=quick, impl=impl, kb_root=kb_root,
+                  settings=Settings.for_mode(quick), device_name=device)
+    l2 = machine.get("l2_cache_bytes")
+    if l2:
+        ctx.l2_bytes = int(l2)
+    mine = shard(jobs, rank, world)
+    on_event("start", {"total": 1 + len(mine), "machine": machine})
+    s.write = write and rank == 0
+    results = [_calibrate(s, ctx, on_event)]
+    s.write = write
+    on_event("advance", {"experiment": CALIBRATION})
+    if rank != 0:
+        results = []
+    for job in mine:
+        on_event("begin", {"experiment": job.experiment})
+        results.extend(_run_job(s, ctx, job, on_event))
+        _free_memory()
+        on_event("advance", {"experiment": job.experiment})
+    if world > 1:
+        import torch.distributed as dist
+
+        gathered: list[Any] | None = [None] * world if rank == 0 else None
+        dist.gather_object([r.as_dict() for r in results], gathered, dst=0)
+        if rank != 0:
+            return machine, None
+        merged = [Result(**{k: v for k, v in d.items() if k in Result.__dataclass_fields__})
+                  for part in gathered or [] for d in part]
+        return machine, merged
+    return machine, results

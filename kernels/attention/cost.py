@@ -1,0 +1,20 @@
+"""FLOP and byte counts of causal attention forward, [B, T, H, D] inputs.
+
+FLOPs count the useful work: q k^T and p v each take 2 D FLOPs per unmasked (t, s) pair, and a
+causal mask keeps T (T + 1) / 2 pairs per batch and head (softmax's exp/max/sum are O(T^2) but
+not on tensor cores and are left out, as the FlashAttention papers do). Bytes: q, k, v read once
+and o written once (flash never materialises the T x T scores).
+"""
+
+from __future__ import annotations
+
+
+def flops(b: int, t: int, h: int, d: int, *, causal: bool = True) -> int:
+    """4 B H D * pairs, pairs = T (T + 1) / 2 causal or T^2 full."""
+    pairs = t * (t + 1) // 2 if causal else t * t
+    return 4 * b * h * d * pairs
+
+
+def bytes_moved(b: int, t: int, h: int, d: int, *, elt: int = 2) -> int:
+    """4 B T H D * elt: q, k, v in, o out."""
+    return 4 * b * t * h * d * elt

@@ -1,0 +1,1 @@
+"""Memory-bound elementwise yardstick: out = a * x + b * y."""

@@ -1,0 +1,1 @@
+"""Float sums: atomic-add (non-deterministic by design) and fixed-order (deterministic)."""

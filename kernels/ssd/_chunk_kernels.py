@@ -1,0 +1,233 @@
+"""Triton kernels shared by the chunked and quadratic SSD schedules.
+
+Notation (one head h of group g): cs = cumulative sum of dt*A over a segment (a chunk, or the whole
+sequence for the quadratic form), kept in log2 units so every decay is one exp2.
+
+- `_chunk_bmm_kernel`: per (batch, chunk, group, block of rows), C_i . B_j for the causal blocks,
+  shared by all heads of the group.
+- `_chunk_state_kernel`: per (batch, chunk, head), the segment cumsum `cs` and, optionally, the
+  chunk's own end state S_c = sum_s exp(cs_last - cs_s) dt_s x_s B_s^T  ([P, N], tensor cores).
+- `_state_passing_kernel`: per (batch, head, slice of the state), the recurrence across chunks,
+  h_c = exp(cs_last(c-1)) h_{c-1} + S_{c-1}, writing the state each chunk starts from.
+- `_chunk_scan_kernel`: per (batch, chunk, head, block of rows), the output
+  y_i = exp(cs_i) C_i h_c  +  sum_{j<=i in chunk} (C_i . B_j) exp(cs_i - cs_j) dt_j x_j  +  D x_i,
+  tiled like flash attention over column blocks j; C_i . B_j comes from `_chunk_bmm_kernel` (or is
+  computed in place, for the quadratic form), the product with x runs on tensor cores.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _dot(a, b, DOT_PREC: tl.constexpr, UPCAST: tl.constexpr):
+    # Triton's CPU interpreter multiplies bf16 operands as raw uint16 bits (triton 3.9), so under
+    # TRITON_INTERPRET=1 bf16 dots run on float32 copies; compiled kernels never take this branch.
+    if UPCAST:
+        return tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
+    else:
+        return tl.dot(a, b, input_precision=DOT_PREC)
+
+
+@triton.jit
+def _chunk_state_kernel(
+    x_ptr, dt_ptr, A_ptr, B_ptr, states_ptr, cs_ptr,
+    T, H, P, N, HEADS_PER_GROUP, CHUNK, NCHUNKS,
+    COMPUTE_STATE: tl.constexpr, DOT_PREC: tl.constexpr, UPCAST_DOT: tl.constexpr,
+    BLOCK_K: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    # Heads vary fastest across programs: neighbours share the chunk's B rows in L2.
+    pid_bh = tl.program_id(0)
+    i_c = tl.program_id(1)
+    i_b = (pid_bh // H).to(tl.int64)
+    i_h = pid_bh % H
+    G = H // HEADS_PER_GROUP
+    i_g = i_h // HEADS_PER_GROUP
+    offs_k = tl.arange(0, BLOCK_K)
+    offs_p = tl.arange(0, BLOCK_P)
+    offs_n = tl.arange(0, BLOCK_N)
+    mask_p = offs_p < P
+    mask_n = offs_n < N
+    b_a = tl.load(A_ptr + i_h).to(tl.float32) * 1.4426950408889634
+    t_start = i_c * CHUNK
+    b_run = b_a * 0.0
+    b_S = tl.zeros([BLOCK_P, BLOCK_N], dtype=tl.float32)
+    for k0 in range(0, CHUNK, BLOCK_K):
+        offs_t = t_start + k0 + offs_k
+        mask_t = (k0 + offs_k < CHUNK) & (offs_t < T)
+        b_dt = tl.load(dt_ptr + (i_b * T + offs_t) * H + i_h, mask=mask_t, other=0.0)
+        b_dt = b_dt.to(tl.float32)
+        b_cs = b_run + tl.cumsum(b_dt * b_a, axis=0)
+        tl.store(cs_ptr + pid_bh.to(tl.int64) * T + offs_t, b_cs, mask=mask_t)
+        b_new = b_run + tl.sum(b_dt * b_a, axis=0)
+        if COMPUTE_STATE:
+            # Block-level recurrence keeps every exponent <= 0: S <- exp(block decay) S + input.
+            b_w = b_dt * tl.exp2(b_new - b_cs)
+            b_x = tl.load(
+                x_ptr + ((i_b * T + offs_t[:, None]) * H + i_h) * P + offs_p[None, :],
+                mask=mask_t[:, None] & mask_p[None, :], other=0.0,
+            )
+            b_B = tl.load(
+                B_ptr + ((i_b * T + offs_t[:, None]) * G + i_g) * N + offs_n[None, :],
+                mask=mask_t[:, None] & mask_n[None, :], other=0.0,
+            )
+            # Weight x (P wide) rather than B (N wide); B goes to the dot as loaded.
+            b_xw = (b_x.to(tl.float32) * b_w[:, None]).to(b_x.dtype)
+            b_S = b_S * tl.exp2(b_new - b_run) + _dot(tl.trans(b_xw), b_B, DOT_PREC, UPCAST_DOT)
+        b_run = b_new
+    if COMPUTE_STATE:
+        p_S = (
+            states_ptr + ((i_b * NCHUNKS + i_c) * H + i_h) * P * N
+            + offs_p[:, None] * N + offs_n[None, :]
+        )
+        tl.store(p_S, b_S, mask=mask_p[:, None] & mask_n[None, :])
+
+
+@triton.jit
+def _state_passing_kernel(
+    states_ptr, cs_ptr, out_ptr,
+    T, H, PN, CHUNK, NCHUNKS,
+    BLOCK: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    pid_bh = tl.program_id(1)
+    i_b = (pid_bh // H).to(tl.int64)
+    i_h = pid_bh % H
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < PN
+    p_cs = cs_ptr + pid_bh.to(tl.int64) * T
+    b_h = tl.zeros([BLOCK], dtype=tl.float32)
+    # Prefetch chunk c+1's state and decay while chunk c is combined: the loads do not depend on
+    # the carried state, so only the FMA chain is serial.
+    n_s = tl.load(states_ptr + (i_b * NCHUNKS * H + i_h) * PN + offs, mask=mask, other=0.0)
+    n_cs = tl.load(p_cs + tl.minimum(CHUNK, T) - 1)
+    for c in range(NCHUNKS):
+        b_s = n_s
+        b_decay = tl.exp2(n_cs)
+        c_next = (c + 1) % NCHUNKS
+        n_s = tl.load(
+            states_ptr + ((i_b * NCHUNKS + c_next) * H + i_h) * PN + offs, mask=mask, other=0.0
+        )
+        n_cs = tl.load(p_cs + tl.minimum((c_next + 1) * CHUNK, T) - 1)
+        # Stored in x's dtype: chunk_scan rounds the state to it for the tensor-core dot anyway.
+        tl.store(
+            out_ptr + ((i_b * NCHUNKS + c) * H + i_h) * PN + offs,
+            b_h.to(out_ptr.dtype.element_ty), mask=mask,
+        )
+        b_h = b_decay * b_h + b_s
+
+
+@triton.jit
+def _chunk_bmm_kernel(
+    B_ptr, C_ptr, cb_ptr,
+    T, G, N, CHUNK, NCHUNKS, ROW_BLOCKS,
+    DOT_PREC: tl.constexpr, UPCAST_DOT: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    """CB[b, c, g, i, j] = C_i . B_j for j-block <= i-block of each chunk, once per GROUP: every
+    head of the group reuses it (with G = 1 this saves H - 1 of H score products)."""
+    pid_bg = tl.program_id(0)
+    pid1 = tl.program_id(1)
+    i_c = pid1 // ROW_BLOCKS
+    i_m = pid1 % ROW_BLOCKS
+    i_b = (pid_bg // G).to(tl.int64)
+    i_g = pid_bg % G
+    offs_m = tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    mask_n = offs_n < N
+    t_chunk = i_c * CHUNK
+    offs_i = t_chunk + i_m * BLOCK_M + offs_m
+    mask_i = (i_m * BLOCK_M + offs_m < CHUNK) & (offs_i < T)
+    b_C = tl.load(
+        C_ptr + ((i_b * T + offs_i[:, None]) * G + i_g) * N + offs_n[None, :],
+        mask=mask_i[:, None] & mask_n[None, :], other=0.0,
+    )
+    p_cb = cb_ptr + ((i_b * NCHUNKS + i_c) * G + i_g) * CHUNK * CHUNK
+    rows = i_m * BLOCK_M + offs_m
+    for j in range(0, i_m + 1):
+        offs_j = t_chunk + j * BLOCK_M + offs_m
+        mask_j = offs_j < T
+        b_B = tl.load(
+            B_ptr + ((i_b * T + offs_j[:, None]) * G + i_g) * N + offs_n[None, :],
+            mask=mask_j[:, None] & mask_n[None, :], other=0.0,
+        )
+        b_s = _dot(b_C, tl.trans(b_B), DOT_PREC, UPCAST_DOT)
+        cols = j * BLOCK_M + offs_m
+        tl.store(p_cb + rows[:, None] * CHUNK + cols[None, :], b_s,
+                 mask=(rows < CHUNK)[:, None] & (cols < CHUNK)[None, :])
+
+
+@triton.jit
+def _chunk_scan_kernel(
+    x_ptr, dt_ptr, B_ptr, C_ptr, D_ptr, cs_ptr, hin_ptr, cb_ptr, y_ptr,
+    T, H, P, N, HEADS_PER_GROUP, CHUNK, NCHUNKS, ROW_BLOCKS,
+    HAS_STATE: tl.constexpr, HAS_CB: tl.constexpr, HAS_D: tl.constexpr,
+    DOT_PREC: tl.constexpr, UPCAST_DOT: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    # Heads vary fastest across programs: neighbours share C rows and CB tiles in L2.
+    pid_bh = tl.program_id(0)
+    pid0 = tl.program_id(1)
+    i_c = pid0 // ROW_BLOCKS
+    i_m = pid0 % ROW_BLOCKS
+    i_b = (pid_bh // H).to(tl.int64)
+    i_h = pid_bh % H
+    G = H // HEADS_PER_GROUP
+    i_g = i_h // HEADS_PER_GROUP
+    offs_m = tl.arange(0, BLOCK_M)
+    offs_p = tl.arange(0, BLOCK_P)
+    offs_n = tl.arange(0, BLOCK_N)
+    mask_p = offs_p < P
+    mask_n = offs_n < N
+    t_chunk = i_c * CHUNK
+    offs_i = t_chunk + i_m * BLOCK_M + offs_m
+    mask_i = (i_m * BLOCK_M + offs_m < CHUNK) & (offs_i < T)
+    p_cs = cs_ptr + pid_bh.to(tl.int64) * T
+    b_cs_i = tl.load(p_cs + offs_i, mask=mask_i, other=0.0)
+    b_C = tl.load(
+        C_ptr + ((i_b * T + offs_i[:, None]) * G + i_g) * N + offs_n[None, :],
+        mask=mask_i[:, None] & mask_n[None, :], other=0.0,
+    )
+    acc = tl.zeros([BLOCK_M, BLOCK_P], dtype=tl.float32)
+    if HAS_STATE:
+        p_h = (
+            hin_ptr + ((i_b * NCHUNKS + i_c) * H + i_h) * P * N
+            + offs_p[:, None] * N + offs_n[None, :]
+        )
+        b_hin = tl.load(p_h, mask=mask_p[:, None] & mask_n[None, :], other=0.0)
+        acc = _dot(b_C, tl.trans(b_hin.to(b_C.dtype)), DOT_PREC, UPCAST_DOT)
+        acc = acc * tl.exp2(b_cs_i)[:, None]
+    for j in range(0, i_m + 1):
+        offs_j = t_chunk + j * BLOCK_M + offs_m
+        mask_j = offs_j < T
+        b_x = tl.load(
+            x_ptr + ((i_b * T + offs_j[:, None]) * H + i_h) * P + offs_p[None, :],
+            mask=mask_j[:, None] & mask_p[None, :], other=0.0,
+        )
+        b_dt = tl.load(dt_ptr + (i_b * T + offs_j) * H + i_h, mask=mask_j, other=0.0)
+        b_cs_j = tl.load(p_cs + offs_j, mask=mask_j, other=0.0)
+        if HAS_CB:
+            rows = i_m * BLOCK_M + offs_m
+            cols = j * BLOCK_M + offs_m
+            p_cb = cb_ptr + ((i_b * NCHUNKS + i_c) * G + i_g) * CHUNK * CHUNK
+            b_s = tl.load(p_cb + rows[:, None] * CHUNK + cols[None, :],
+                          mask=(rows < CHUNK)[:, None] & (cols < CHUNK)[None, :], other=0.0)
+        else:
+            b_B = tl.load(
+                B_ptr + ((i_b * T + offs_j[:, None]) * G + i_g) * N + offs_n[None, :],
+                mask=mask_j[:, None] & mask_n[None, :], other=0.0,
+            )
+            b_s = _dot(b_C, tl.trans(b_B), DOT_PREC, UPCAST_DOT)
+        # Causal inside the diagonal block; the -inf exponent also keeps exp2 from overflowing.
+        keep = (j * BLOCK_M + offs_m[None, :] <= i_m * BLOCK_M + offs_m[:, None]) & mask_j[None, :]
+        seg = tl.where(keep, b_cs_i[:, None] - b_cs_j[None, :], float("-inf"))
+        b_s = b_s * tl.exp2(seg) * b_dt.to(tl.float32)[None, :]
+        acc += _dot(b_s.to(b_x.dtype), b_x, DOT_PREC, UPCAST_DOT)
+    p_xi = ((i_b * T + offs_i[:, None]) * H + i_h) * P + offs_p[None, :]
+    mask_ip = mask_i[:, None] & mask_p[None, :]
+    if HAS_D:
+        b_xi = tl.load(x_ptr + p_xi, mask=mask_ip, other=0.0).to(tl.float32)
+        acc += tl.load(D_ptr + i_h).to(tl.float32) * b_xi
+    tl.store(y_ptr + p_xi, acc.to(y_ptr.dtype.element_ty), mask=mask_ip)

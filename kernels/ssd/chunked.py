@@ -1,0 +1,177 @@
+"""SSD forward in the chunked (Mamba-2) schedule: matmuls on tensor cores inside chunks, a short
+recurrence across chunks.
+
+Four launches (see `_chunk_kernels.py`):
+1. chunk_bmm     (tensor cores) C_i . B_j inside each chunk, once per GROUP (shared by its heads);
+2. chunk_state   (tensor cores) segment cumsum of dt*A and each chunk's own end state, in parallel;
+3. state_passing (no matmul)    the recurrence across chunks, writing each chunk's start state;
+4. chunk_scan    (tensor cores) decay-masked scores times x, plus the start state's contribution
+                                and D x.
+Mamba's separate cumsum kernel is folded into (2). The start states are stored in x's dtype: (4)
+rounds them to it for its tensor-core dot anyway. `ssd_chunked_stages` exposes the launches
+separately so `flopkb verify` can measure the share of time spent in matmul stages (claim B1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import triton
+
+from .._ssm_common import interpreting
+from ._args import SSDShape, check_ssd_args
+from ._chunk_kernels import (
+    _chunk_bmm_kernel,
+    _chunk_scan_kernel,
+    _chunk_state_kernel,
+    _state_passing_kernel,
+)
+
+MATMUL_STAGES = ("chunk_bmm", "chunk_state", "chunk_scan")
+
+
+def dot_precision(dtype: torch.dtype) -> str:
+    """fp32 inputs get exact fp32 dots (the tests compare against float64); 16-bit inputs use
+    tensor cores natively and ignore the setting."""
+    return "ieee" if dtype == torch.float32 else "tf32"
+
+
+def upcast_dot(dtype: torch.dtype) -> bool:
+    """True when dots must run on float32 copies: bf16 under Triton's CPU interpreter, whose
+    `tl.dot` multiplies bf16 bit patterns as integers (triton 3.9)."""
+    return dtype == torch.bfloat16 and interpreting()
+
+
+def dot_dim(n: int) -> int:
+    """Tile size for a `tl.dot` axis: a power of two, at least 16 (the MMA minimum)."""
+    return max(16, triton.next_power_of_2(n))
+
+
+@dataclass
+class ChunkedRun:
+    """Buffers and the three stage launches of one chunked SSD forward.
+
+    `stages` maps stage name -> zero-argument callable, in execution order; running them all
+    leaves y in `out`. Chunk end states are float32 [B, nchunks, H, P, N], start states the same
+    shape in x's dtype; cs is float32 [B, H, T] (log2 units); cb is float32 [B, nchunks, G, Q, Q].
+    """
+
+    stages: dict[str, Callable[[], None]]
+    out: torch.Tensor
+    states: torch.Tensor
+    start_states: torch.Tensor
+    cs: torch.Tensor
+    cb: torch.Tensor
+
+    def __call__(self) -> torch.Tensor:
+        for launch in self.stages.values():
+            launch()
+        return self.out
+
+
+def _check_chunk(chunk_size: int) -> None:
+    if chunk_size not in (16, 32, 64, 128, 256):
+        raise ValueError(f"expected chunk_size in 16, 32, 64, 128, 256, got {chunk_size}")
+
+
+def ssd_chunked_stages(
+    x: torch.Tensor,
+    dt: torch.Tensor,
+    A: torch.Tensor,
+    Bm: torch.Tensor,
+    Cm: torch.Tensor,
+    Dskip: torch.Tensor | None = None,
+    chunk_size: int = 64,
+    *,
+    block_m: int = 64,
+    num_warps: int = 4,
+    num_stages: int = 2,
+    out: torch.Tensor | None = None,
+) -> ChunkedRun:
+    """Allocate buffers and return the three launches of `ssd_chunked` (same arguments)."""
+    _check_chunk(chunk_size)
+    s: SSDShape = check_ssd_args(x, dt, A, Bm, Cm, Dskip, out)
+    if out is None:
+        out = torch.empty_like(x)
+    nchunks = triton.cdiv(s.steps, chunk_size)
+    bp, bn = dot_dim(s.headdim), dot_dim(s.dstate)
+    bk = min(chunk_size, 64)
+    bm = min(chunk_size, block_m)
+    prec = dot_precision(x.dtype)
+    upcast = upcast_dot(x.dtype)
+    hpg = s.heads // s.groups
+    states = torch.empty(
+        s.batch, nchunks, s.heads, s.headdim, s.dstate, dtype=torch.float32, device=s.device
+    )
+    start_states = torch.empty_like(states, dtype=x.dtype)
+    cs = torch.empty(s.batch, s.heads, s.steps, dtype=torch.float32, device=s.device)
+    cb = torch.empty(
+        s.batch, nchunks, s.groups, chunk_size, chunk_size, dtype=torch.float32, device=s.device
+    )
+    pn = s.headdim * s.dstate
+    sp_block = min(1024, triton.next_power_of_2(pn))
+    row_blocks = triton.cdiv(chunk_size, bm)
+
+    def chunk_bmm() -> None:
+        _chunk_bmm_kernel[(s.batch * s.groups, nchunks * row_blocks)](
+            Bm, Cm, cb, s.steps, s.groups, s.dstate, chunk_size, nchunks, row_blocks,
+            DOT_PREC=prec, UPCAST_DOT=upcast, BLOCK_M=bm, BLOCK_N=bn,
+            num_warps=num_warps, num_stages=num_stages,
+        )
+
+    def chunk_state() -> None:
+        _chunk_state_kernel[(s.batch * s.heads, nchunks)](
+            x, dt, A, Bm, states, cs,
+            s.steps, s.heads, s.headdim, s.dstate, hpg, chunk_size, nchunks,
+            COMPUTE_STATE=True, DOT_PREC=prec, UPCAST_DOT=upcast,
+            BLOCK_K=bk, BLOCK_P=bp, BLOCK_N=bn,
+            num_warps=num_warps, num_stages=num_stages,
+        )
+
+    def state_passing() -> None:
+        _state_passing_kernel[(triton.cdiv(pn, sp_block), s.batch * s.heads)](
+            states, cs, start_states, s.steps, s.heads, pn, chunk_size, nchunks,
+            BLOCK=sp_block, num_warps=4,
+        )
+
+    def chunk_scan() -> None:
+        _chunk_scan_kernel[(s.batch * s.heads, nchunks * row_blocks)](
+            x, dt, Bm, Cm, Dskip if Dskip is not None else A, cs, start_states, cb, out,
+            s.steps, s.heads, s.headdim, s.dstate, hpg, chunk_size, nchunks, row_blocks,
+            HAS_STATE=True, HAS_CB=True, HAS_D=Dskip is not None, DOT_PREC=prec, UPCAST_DOT=upcast,
+            BLOCK_M=bm, BLOCK_P=bp, BLOCK_N=bn, num_warps=num_warps, num_stages=num_stages,
+        )
+
+    stages = {
+        "chunk_bmm": chunk_bmm,
+        "chunk_state": chunk_state,
+        "state_passing": state_passing,
+        "chunk_scan": chunk_scan,
+    }
+    return ChunkedRun(stages, out, states, start_states, cs, cb)
+
+
+def ssd_chunked(
+    x: torch.Tensor,
+    dt: torch.Tensor,
+    A: torch.Tensor,
+    Bm: torch.Tensor,
+    Cm: torch.Tensor,
+    Dskip: torch.Tensor | None = None,
+    chunk_size: int = 64,
+    *,
+    block_m: int = 64,
+    num_warps: int = 4,
+    num_stages: int = 2,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Chunked SSD forward. x [B, T, H, P]; dt [B, T, H] (>0); A [H] fp32 (<0);
+    Bm, Cm [B, T, G, N]; Dskip [H] fp32; chunk_size in 16..256 (powers of two).
+    Returns y [B, T, H, P] in x's dtype; `out` (optional) receives it."""
+    run = ssd_chunked_stages(
+        x, dt, A, Bm, Cm, Dskip, chunk_size,
+        block_m=block_m, num_warps=num_warps, num_stages=num_stages, out=out,
+    )
+    return run()

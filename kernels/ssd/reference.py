@@ -1,0 +1,101 @@
+"""Pure-PyTorch ground truth for Mamba-2 SSD (layout of mamba_ssm's `mamba_chunk_scan_combined`).
+
+Per head h (group g = h // (H // G)):
+    state_t = exp(dt_t A_h) state_{t-1} + dt_t x_t B_t^T        state: [P, N]
+    y_t     = state_t C_t + D_h x_t
+`ssd_reference` steps that recurrence; `ssd_quadratic_reference` evaluates the same map as one
+masked [T, T] matrix (the attention-like "dual" form). Both compute in float32 (float64 for float64
+x).
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def _acc_dtype(x: torch.Tensor) -> torch.dtype:
+    return torch.float64 if x.dtype == torch.float64 else torch.float32
+
+
+def _heads(t: torch.Tensor, heads: int) -> torch.Tensor:
+    """[B, T, G, N] -> [B, T, H, N] by repeating each group over its heads."""
+    return t.repeat_interleave(heads // t.shape[2], dim=2)
+
+
+def ssd_reference(
+    x: torch.Tensor,
+    dt: torch.Tensor,
+    A: torch.Tensor,
+    Bm: torch.Tensor,
+    Cm: torch.Tensor,
+    Dskip: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Sequential recurrence. x [B, T, H, P]; dt [B, T, H] (>0); A [H] (<0); Bm, Cm [B, T, G, N];
+    Dskip [H]. Returns y [B, T, H, P] in x's dtype."""
+    acc = _acc_dtype(x)
+    batch, steps, heads, p = x.shape
+    xf, dtf, Af = x.to(acc), dt.to(acc), A.to(acc)
+    Bf, Cf = _heads(Bm.to(acc), heads), _heads(Cm.to(acc), heads)
+    state = torch.zeros(batch, heads, p, Bm.shape[-1], dtype=acc, device=x.device)
+    y = torch.empty(batch, steps, heads, p, dtype=acc, device=x.device)
+    for t in range(steps):
+        decay = torch.exp(dtf[:, t] * Af)[:, :, None, None]
+        inp = (dtf[:, t, :, None] * xf[:, t])[:, :, :, None] * Bf[:, t, :, None, :]
+        state = decay * state + inp
+        y[:, t] = torch.einsum("bhpn,bhn->bhp", state, Cf[:, t])
+    if Dskip is not None:
+        y = y + xf * Dskip.to(acc)[None, None, :, None]
+    return y.to(x.dtype)
+
+
+def ssd_quadratic_reference(
+    x: torch.Tensor,
+    dt: torch.Tensor,
+    A: torch.Tensor,
+    Bm: torch.Tensor,
+    Cm: torch.Tensor,
+    Dskip: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Masked quadratic form: y_i = sum_{j<=i} (C_i . B_j) exp(cs_i - cs_j) dt_j x_j + D x_i,
+    cs = cumsum(dt A) over time. Materialises [B, H, T, T]: small T only."""
+    acc = _acc_dtype(x)
+    heads = x.shape[2]
+    xf, dtf = x.to(acc), dt.to(acc)
+    Bf, Cf = _heads(Bm.to(acc), heads), _heads(Cm.to(acc), heads)
+    cs = torch.cumsum(dtf * A.to(acc)[None, None, :], dim=1).transpose(1, 2)  # [B, H, T]
+    steps = x.shape[1]
+    causal = torch.ones(steps, steps, dtype=torch.bool, device=x.device).tril()
+    seg = (cs[:, :, :, None] - cs[:, :, None, :]).masked_fill(~causal, float("-inf"))
+    scores = torch.einsum("bihn,bjhn->bhij", Cf, Bf) * torch.exp(seg)
+    y = torch.einsum("bhij,bjh,bjhp->bihp", scores, dtf, xf)
+    if Dskip is not None:
+        y = y + xf * Dskip.to(acc)[None, None, :, None]
+    return y.to(x.dtype)
+
+
+def ssd_per_channel_reference(
+    x: torch.Tensor,
+    dt: torch.Tensor,
+    log_decay: torch.Tensor,
+    Bm: torch.Tensor,
+    Cm: torch.Tensor,
+    Dskip: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Per-channel (GLA / HGRN2-style) decay: one log-decay per (head, state dim) and step.
+
+    state_t[p, n] = exp(log_decay[b, t, h, n]) state_{t-1}[p, n] + dt_t x_t[p] B_t[n];
+    y_t = state_t C_t + D x_t. log_decay [B, T, H, N] (<= 0); other shapes as `ssd_reference`.
+    """
+    acc = _acc_dtype(x)
+    batch, steps, heads, p = x.shape
+    xf, dtf, gf = x.to(acc), dt.to(acc), log_decay.to(acc)
+    Bf, Cf = _heads(Bm.to(acc), heads), _heads(Cm.to(acc), heads)
+    state = torch.zeros(batch, heads, p, Bm.shape[-1], dtype=acc, device=x.device)
+    y = torch.empty(batch, steps, heads, p, dtype=acc, device=x.device)
+    for t in range(steps):
+        inp = (dtf[:, t, :, None] * xf[:, t])[:, :, :, None] * Bf[:, t, :, None, :]
+        state = torch.exp(gf[:, t])[:, :, None, :] * state + inp
+        y[:, t] = torch.einsum("bhpn,bhn->bhp", state, Cf[:, t])
+    if Dskip is not None:
+        y = y + xf * Dskip.to(acc)[None, None, :, None]
+    return y.to(x.dtype)

@@ -1,0 +1,52 @@
+"""`flopkb hw`: JSON equals the library's answer; text renders; unknown ids exit 2."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from flopkb.cli import app
+from flopkb.hardware import hw_compare, hw_show
+from flopkb.kb import load_kb
+from flopkb.paths import bundled_root
+
+runner = CliRunner()
+
+
+def _kb_args() -> list[str]:
+    return ["--kb", str(bundled_root())]
+
+
+def test_show_json_equals_library() -> None:
+    result = runner.invoke(app, [*_kb_args(), "hw", "show", "h200-sxm", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    kb, _ = load_kb(bundled_root())
+    assert json.loads(result.stdout) == json.loads(json.dumps(hw_show(kb, "h200-sxm"), default=str))
+
+
+def test_show_text_lists_specs_and_computed() -> None:
+    result = runner.invoke(app, [*_kb_args(), "hw", "show", "h200-sxm"])
+    assert result.exit_code == 0, result.output
+    assert "ridge_point_bf16" in result.stdout and "206.146" in result.stdout
+
+
+def test_compare_json_equals_library() -> None:
+    result = runner.invoke(
+        app, [*_kb_args(), "hw", "compare", "h100-sxm", "h200-sxm", "-f", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    kb, _ = load_kb(bundled_root())
+    assert json.loads(result.stdout) == hw_compare(kb, "h100-sxm", "h200-sxm")
+
+
+def test_compare_text() -> None:
+    result = runner.invoke(app, [*_kb_args(), "hw", "compare", "h100-sxm", "h200-sxm"])
+    assert result.exit_code == 0, result.output
+    assert "hbm_bandwidth" in result.stdout
+
+
+def test_unknown_accelerator_exits_2_with_one_line() -> None:
+    result = runner.invoke(app, [*_kb_args(), "hw", "show", "h300"])
+    assert result.exit_code == 2
+    assert "no accelerator record 'h300'" in result.stderr

@@ -1,0 +1,56 @@
+"""`flopkb verify` through the CLI: CPU plan mode, JSON shape, and --gpu without a GPU."""
+
+from __future__ import annotations
+
+import json
+import os
+
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
+from typer.testing import CliRunner
+
+from flopkb.cli import app
+from flopkb.verify import runner
+from tests.unit.verify_fixtures import write_kb
+
+cli = CliRunner()
+
+
+def test_plan_mode_checks_kernels_on_cpu_and_writes_nothing(tmp_path):
+    root = write_kb(tmp_path)
+    result = cli.invoke(app, ["--kb", str(root), "verify", "--claim", "test-class/determinism",
+                              "--format", "json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["machine"] is None
+    by = {(r["claim"], r["experiment"]): r for r in payload["results"]}
+    row = by[("test-class/determinism", "reduction-determinism")]
+    assert row["verdict"] == "not-run" and row["evidence"] is None
+    assert row["cpu_check"] and all(c["ok"] for c in row["cpu_check"])
+    assert row["expected"]["kind"] == "qualitative"
+    assert by[(None, "calibration")]["verdict"] == "not-run"
+    assert set(row) >= {"claim", "experiment", "verdict", "measured", "expected", "evidence"}
+    assert list((root / "records" / "evidence").iterdir()) == []
+
+
+def test_plan_mode_text_prints_a_table(tmp_path):
+    root = write_kb(tmp_path)
+    result = cli.invoke(app, ["--kb", str(root), "verify", "--claim", "test-class/overhead"])
+    assert result.exit_code == 0, result.output
+    assert "not-run" in result.stdout and "2 results (2 not-run)" in result.stdout
+
+
+def test_gpu_without_gpu_exits_2_with_one_sentence(tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "gpu_available", lambda: False)
+    root = write_kb(tmp_path)
+    result = cli.invoke(app, ["--kb", str(root), "verify", "--gpu"])
+    assert result.exit_code == 2
+    assert "needs a CUDA GPU" in result.stderr
+    assert len([line for line in result.stderr.splitlines() if line.strip()]) == 1
+    assert list((root / "records" / "evidence").iterdir()) == []
+
+
+def test_unknown_claim_is_a_usage_error(tmp_path):
+    root = write_kb(tmp_path)
+    result = cli.invoke(app, ["--kb", str(root), "verify", "--claim", "nope/nope"])
+    assert result.exit_code == 2 and "no claim" in result.stderr

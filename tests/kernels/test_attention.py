@@ -1,0 +1,110 @@
+"""Causal SDPA attention in the [B, T, H, D] layout against the fp32 math reference.
+
+Bounds: the math backend on fp32 inputs agrees with the einsum reference to 1e-5 (relative
+Frobenius); flash on bf16 inputs (GPU only) to 2e-2 (bf16 rounding of q, k, v, p and o).
+"""
+
+from __future__ import annotations
+
+import warnings
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from flopkb.kernelpkg import load_op
+
+requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+
+
+@pytest.fixture(scope="module")
+def attn(kernels) -> SimpleNamespace:
+    return SimpleNamespace(
+        sdpa=load_op("attention", "sdpa"),
+        reference=load_op("attention", "reference"),
+        cost=load_op("attention", "cost"),
+    )
+
+
+def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
+    return ((out.double() - ref.double()).norm() / ref.double().norm()).item()
+
+
+def qkv(B: int, T: int, H: int, D: int, dtype=torch.float32, device="cpu"):
+    return [torch.randn(B, T, H, D, dtype=dtype, device=device) for _ in range(3)]
+
+
+@pytest.mark.parametrize(("B", "T", "H", "D"), [(2, 37, 3, 16), (1, 5, 1, 8)])
+def test_math_backend_matches_reference(attn, B, T, H, D):
+    q, k, v = qkv(B, T, H, D)
+    o = attn.sdpa.causal_attention(q, k, v, backend="math")
+    assert o.shape == (B, T, H, D)
+    assert rel_err(o, attn.reference.causal_attention_reference(q, k, v)) < 1e-5
+
+
+def test_causality(attn):
+    # changing the last position's k and v must leave every earlier output unchanged
+    q, k, v = qkv(1, 9, 2, 8)
+    o1 = attn.sdpa.causal_attention(q, k, v, backend="math")
+    k2, v2 = k.clone(), v.clone()
+    k2[:, -1] += 1.0
+    v2[:, -1] -= 1.0
+    o2 = attn.sdpa.causal_attention(q, k2, v2, backend="math")
+    assert torch.equal(o1[:, :-1], o2[:, :-1])
+    assert not torch.equal(o1[:, -1], o2[:, -1])
+
+
+def test_backend_report_on_cpu(attn):
+    q, k, v = qkv(1, 7, 2, 8)
+    assert attn.sdpa.attention_backend(q, k, v, backend="math") == "math"
+
+
+def test_flash_refused_on_cpu(attn):
+    q, k, v = qkv(1, 7, 2, 8, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="expected CUDA tensors"):
+        attn.sdpa.causal_attention(q, k, v, backend="flash")
+
+
+@pytest.mark.parametrize(
+    ("shapes", "message"),
+    [
+        (((1, 4, 2, 8), (1, 4, 2, 8), (1, 5, 2, 8)), "one shape"),
+        (((1, 4, 8), (1, 4, 8), (1, 4, 8)), r"\[B, T, H, D\]"),
+    ],
+)
+def test_rejects_bad_shapes(attn, shapes, message):
+    q, k, v = (torch.zeros(s) for s in shapes)
+    with pytest.raises(ValueError, match=message):
+        attn.sdpa.causal_attention(q, k, v, backend="math")
+
+
+def test_rejects_unknown_backend(attn):
+    q, k, v = qkv(1, 4, 1, 8)
+    with pytest.raises(ValueError, match="expected backend"):
+        attn.sdpa.causal_attention(q, k, v, backend="fa3")
+
+
+def test_cost(attn):
+    assert attn.cost.flops(1, 3, 1, 2) == 4 * 2 * 6
+    assert attn.cost.flops(1, 3, 1, 2, causal=False) == 4 * 2 * 9
+    assert attn.cost.bytes_moved(2, 3, 4, 5) == 4 * 120 * 2
+
+
+@pytest.mark.gpu
+@requires_cuda
+def test_flash_runs_and_matches_reference(attn):
+    q, k, v = qkv(2, 257, 4, 64, dtype=torch.bfloat16, device="cuda")
+    assert attn.sdpa.attention_backend(q, k, v, backend="flash") == "flash"
+    o = attn.sdpa.causal_attention(q, k, v, backend="flash")
+    assert rel_err(o, attn.reference.causal_attention_reference(q, k, v)) < 2e-2
+
+
+@pytest.mark.gpu
+@requires_cuda
+def test_flash_raises_when_it_cannot_run(attn):
+    # head dimension 300 is over FlashAttention-2's limit of 256: forced flash must raise
+    q, k, v = qkv(1, 16, 1, 300, dtype=torch.bfloat16, device="cuda")
+    # SDPA explains its refusal in UserWarnings before raising; the raise is what is tested
+    with warnings.catch_warnings(), pytest.raises(RuntimeError, match="cannot run"):
+        warnings.simplefilter("ignore")
+        attn.sdpa.causal_attention(q, k, v, backend="flash")

@@ -1,0 +1,77 @@
+"""Per-channel-decay chunked SSD (claim A5) vs its reference and vs the scalar-decay kernel.
+
+Bounds as in test_ssd.py: fp32 1e-5, bf16 3e-2 (relative, against float64).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+BOUND = {torch.float32: 1e-5, torch.bfloat16: 3e-2}
+# Odd sizes: T not a multiple of any chunk, odd P and N, 2 groups over 4 heads.
+SHAPE = {"batch": 2, "steps": 45, "heads": 4, "headdim": 5, "groups": 2, "dstate": 7}
+
+
+def ssd_inputs(device, batch, steps, heads, headdim, groups, dstate, dtype=torch.float32):
+    x = torch.randn(batch, steps, heads, headdim, device=device).to(dtype)
+    dt = torch.rand(batch, steps, heads, device=device) * 0.5 + 0.05
+    A = -(torch.rand(heads, device=device) * 2 + 0.2)
+    Bm = torch.randn(batch, steps, groups, dstate, device=device).to(dtype)
+    Cm = torch.randn(batch, steps, groups, dstate, device=device).to(dtype)
+    return x, dt, A, Bm, Cm
+
+
+def rel(out: torch.Tensor, ref: torch.Tensor) -> float:
+    assert not torch.isnan(out).any(), "kernel left unwritten (NaN) elements"
+    return ((out.double() - ref.double()).norm() / ref.double().norm()).item()
+
+
+def _pc_ref64(x, dt, g, Bm, Cm, Dskip=None):
+    from flopkb_kernels.ssd.reference import ssd_per_channel_reference
+
+    return ssd_per_channel_reference(
+        x.double(), dt.double(), g.double(), Bm.double(), Cm.double(), Dskip
+    )
+
+
+@pytest.mark.parametrize("chunk", [16, 32, 64])
+def test_per_channel_matches_reference(kernels, device, chunk):
+    from flopkb_kernels.ssd.per_channel import ssd_chunked_per_channel
+
+    x, dt, _, Bm, Cm = ssd_inputs(device, **SHAPE)
+    g = -torch.rand(*dt.shape, SHAPE["dstate"], device=device) * 0.3
+    Dskip = torch.randn(SHAPE["heads"], device=device)
+    out = torch.full_like(x, float("nan"))
+    y = ssd_chunked_per_channel(x, dt, g, Bm, Cm, Dskip, chunk_size=chunk, out=out)
+    assert rel(y, _pc_ref64(x, dt, g, Bm, Cm, Dskip)) < BOUND[torch.float32]
+
+
+def test_per_channel_bf16(kernels, device):
+    from flopkb_kernels.ssd.per_channel import ssd_chunked_per_channel
+
+    x, dt, _, Bm, Cm = ssd_inputs(device, **SHAPE, dtype=torch.bfloat16)
+    g = -torch.rand(*dt.shape, SHAPE["dstate"], device=device) * 0.3
+    y = ssd_chunked_per_channel(x, dt, g, Bm, Cm, chunk_size=32,
+                                out=torch.full_like(x, float("nan")))
+    assert rel(y, _pc_ref64(x, dt, g, Bm, Cm)) < BOUND[torch.bfloat16]
+
+
+def test_per_channel_with_shared_decay_equals_scalar_kernel(kernels, device):
+    from flopkb_kernels.ssd.chunked import ssd_chunked
+    from flopkb_kernels.ssd.per_channel import ssd_chunked_per_channel
+
+    x, dt, A, Bm, Cm = ssd_inputs(device, **SHAPE)
+    g = (dt * A)[..., None].expand(*dt.shape, SHAPE["dstate"]).contiguous()
+    scalar = ssd_chunked(x, dt, A, Bm, Cm, chunk_size=32)
+    per_channel = ssd_chunked_per_channel(x, dt, g, Bm, Cm, chunk_size=32)
+    assert rel(per_channel, scalar) < 1e-5
+
+
+def test_per_channel_rejects_bad_decay_shape(kernels, device):
+    from flopkb_kernels.ssd.per_channel import ssd_chunked_per_channel
+
+    x, dt, _, Bm, Cm = ssd_inputs(device, **SHAPE)
+    g = -torch.rand(*dt.shape, SHAPE["dstate"] + 1, device=device)
+    with pytest.raises(ValueError, match="expected log_decay of shape"):
+        ssd_chunked_per_channel(x, dt, g, Bm, Cm)

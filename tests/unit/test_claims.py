@@ -1,0 +1,81 @@
+"""`list_claims`: the DESIGN shape, filters, and the latest verdict per part from evidence."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from flopkb.claims import list_claims
+from flopkb.hardware import UnknownRecord
+from flopkb.kb import KnowledgeBase, load_kb
+from flopkb.model import EvidenceRecord
+from flopkb.paths import bundled_root
+
+
+@pytest.fixture
+def kb() -> KnowledgeBase:
+    loaded, _ = load_kb(bundled_root())
+    return loaded
+
+
+def _evidence(eid: str, claim: str, acc: str | None, verdict: str, hour: int) -> EvidenceRecord:
+    return EvidenceRecord.model_validate(
+        {
+            "schema_version": 2,
+            "id": eid,
+            "kind": "evidence",
+            "title": eid,
+            "history": [{"date": "2026-11-30", "by": "test", "note": "synthetic"}],
+            "claim": claim,
+            "experiment": "ssd-vs-scan",
+            "accelerator": acc,
+            "implementation": "bundled",
+            "kernel_hashes": {},
+            "machine": {},
+            "verdict": verdict,
+            "command": "flopkb verify",
+            "timestamp": dt.datetime(2026, 11, 30, hour, tzinfo=dt.timezone.utc),
+        }
+    )
+
+
+def test_rows_have_the_design_keys(kb: KnowledgeBase) -> None:
+    rows = list_claims(kb)
+    assert len(rows) == sum(1 for _ in kb.claims())
+    for row in rows:
+        assert set(row) == {"claim", "record", "quantity", "magnitude", "basis", "verdicts"}
+        assert row["claim"].startswith(row["record"] + "/")
+
+
+def test_filters(kb: KnowledgeBase) -> None:
+    assert {r["record"] for r in list_claims(kb, record="mamba2-ssd")} == {"mamba2-ssd"}
+    assert {r["basis"] for r in list_claims(kb, basis="derived")} == {"derived"}
+    assert {r["quantity"] for r in list_claims(kb, quantity="memory_capacity")} == {
+        "memory_capacity"
+    }
+    assert list_claims(kb, accelerator="rtx-3090")
+
+
+def test_unknown_filter_ids_are_errors_not_empty_results(kb: KnowledgeBase) -> None:
+    with pytest.raises(UnknownRecord):
+        list_claims(kb, record="mamba3")
+    with pytest.raises(UnknownRecord):
+        list_claims(kb, accelerator="b200")
+
+
+def test_latest_evidence_per_accelerator_wins(kb: KnowledgeBase) -> None:
+    claim = "mamba2-ssd/ssd-vs-fused-scan"
+    # start from a KB without the bundled evidence, so only the records below decide the verdicts
+    for rid in list(kb.evidence):
+        del kb.records[rid]
+    for ev in (
+        _evidence("ev-old", claim, "h100-sxm", "refuted", 1),
+        _evidence("ev-new", claim, "h100-sxm", "confirmed", 2),
+        _evidence("ev-a100", claim, "a100-pcie-80gb", "inconclusive", 1),
+    ):
+        kb.records[ev.id] = ev
+    row = next(r for r in list_claims(kb) if r["claim"] == claim)
+    assert row["verdicts"] == {"a100-pcie-80gb": "inconclusive", "h100-sxm": "confirmed"}
+    narrowed = next(r for r in list_claims(kb, accelerator="h100-sxm") if r["claim"] == claim)
+    assert narrowed["verdicts"] == {"h100-sxm": "confirmed"}

@@ -1,0 +1,54 @@
+"""Graph invariants on the bundled KB (whatever records it holds today)."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from flopkb.graph import KBGraph, affects, diff, status
+from flopkb.kb import load_kb
+from flopkb.paths import bundled_root
+
+
+@cache
+def bundled() -> KBGraph:
+    kb, _ = load_kb(bundled_root())
+    return KBGraph.from_kb(kb)
+
+
+def test_no_reference_dangles() -> None:
+    assert bundled().g.graph["dangling"] == []
+
+
+def test_every_claim_has_one_class_and_depends_on_a_quantity() -> None:
+    kg = bundled()
+    for node, data in kg.g.nodes(data=True):
+        if data["kind"] == "claim":
+            assert [c for c, _ in kg.in_by(node, "has")] == [f"class:{data['record']}"]
+            assert kg.out_by(node, "depends_on")
+
+
+def test_what_depends_on_a_computed_quantity_depends_on_each_of_its_inputs() -> None:
+    kg = bundled()
+    computed = [d["label"] for _, d in kg.g.nodes(data=True) if d.get("computed")]
+    assert {"ridge_point_bf16", "tensor_to_simt_ratio", "int8_to_bf16_ratio"} <= set(computed)
+    for q in computed:
+        above = set(affects(kg, q)["claims"])
+        for name in kg.inputs(q) - {q}:
+            assert above <= set(affects(kg, name)["claims"]), (q, name)
+
+
+def test_h100_to_h200_moves_bandwidth_and_memory() -> None:
+    result = diff(bundled(), "h100-sxm", "h200-sxm")
+    ratios = {q["quantity"]: q["ratio"] for q in result["quantities"] if q["differs"]}
+    assert round(ratios["hbm_bandwidth"], 2) == 1.43
+    assert round(ratios["memory_capacity"], 2) == 1.76
+    assert round(ratios["ridge_point_bf16"], 2) == 0.70
+    hbm = next(q for q in result["quantities"] if q["quantity"] == "hbm_bandwidth")
+    assert set(hbm["claims"]) == set(affects(bundled(), "hbm_bandwidth")["claims"])
+
+
+def test_int4_claims_are_not_applicable_on_hopper() -> None:
+    na = {row["claim"]: row["accelerators"] for row in status(bundled())["not_applicable"]}
+    hopper = {"h100-sxm", "h200-sxm"}
+    int4 = [c for c in na if "int4" in c]
+    assert int4 and all(hopper & set(na[c]) for c in int4)

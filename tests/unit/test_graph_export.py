@@ -1,0 +1,125 @@
+"""Exports read back with networkx; the picture is a real, non-empty SVG or PNG."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from functools import cache
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+from flopkb.graph import KBGraph
+from flopkb.graph.export import dot_quote, export, to_dot
+from flopkb.graph.render import RenderError, layered_positions, neighbourhood, render
+from flopkb.kb import load_kb
+
+GRAPH_KB = Path(__file__).resolve().parents[1] / "fixtures" / "graph_kb"
+
+
+@cache
+def fixture_graph() -> KBGraph:
+    """The tiny KB of tests/fixtures/graph_kb, loaded once per module."""
+    kb, findings = load_kb(GRAPH_KB)
+    assert not findings, findings
+    return KBGraph.from_kb(kb)
+
+
+def test_node_link_json_round_trips() -> None:
+    g = fixture_graph().g
+    back = nx.node_link_graph(json.loads(export(g, "json")), edges="edges")
+    assert set(back.nodes) == set(g.nodes)
+    assert set(back.edges(data="relation")) == set(g.edges(data="relation"))
+    assert back.nodes["claim:scan-op/ridge-claim"]["conditions"] == {}
+    assert export(g, "json") == export(g, "json")
+
+
+def test_graphml_round_trips_with_non_scalars_as_json() -> None:
+    g = fixture_graph().g
+    back = nx.read_graphml(
+        io.BytesIO(export(g, "graphml").encode()),
+    )
+    assert set(back.nodes) == set(g.nodes)
+    assert set(back.edges(data="relation")) == set(g.edges(data="relation"))
+    assert back.nodes["claim:scan-op/ridge-claim"]["conditions"] == "{}"
+    assert back.nodes["quantity:ridge_point_bf16"]["formula"] == "bf16_tensor_flops / hbm_bandwidth"
+    # None is left out: a datasheet quantity has no formula attribute at all
+    assert "formula" not in back.nodes["quantity:hbm_bandwidth"]
+
+
+def test_dot_has_every_node_and_edge_and_escapes_quotes() -> None:
+    g = fixture_graph().g
+    text = export(g, "dot")
+    assert text.startswith("digraph flopkb {") and text.rstrip().endswith("}")
+    assert text.count(" -> ") == g.number_of_edges()
+    assert '"quantity:ridge_point_bf16" -> "quantity:hbm_bandwidth" [label="derived_from"]' in text
+    assert dot_quote('a "quoted"\nline\\') == '"a \\"quoted\\"\\nline\\\\"'
+    weird = nx.DiGraph()
+    weird.add_node('x"y', kind="source", label='x"y')
+    assert '"x\\"y" [label="x\\"y"' in to_dot(weird)
+
+
+def test_unknown_export_format() -> None:
+    with pytest.raises(ValueError, match="expected one of json, graphml, dot"):
+        export(fixture_graph().g, "gexf")
+
+
+def test_layers_follow_kind_columns() -> None:
+    pos = layered_positions(fixture_graph().g)
+    x = {n: p[0] for n, p in pos.items()}
+    assert x["source:src-paper"] < x["class:scan-op"] < x["claim:scan-op/ridge-claim"]
+    assert (
+        x["claim:scan-op/ridge-claim"]
+        < x["quantity:ridge_point_bf16"]
+        < x["quantity:hbm_bandwidth"]
+    )
+    assert x["quantity:hbm_bandwidth"] < x["accelerator:h100-sxm"] < x["evidence:ev-bw-a100"]
+    assert all(0.0 <= p[1] <= 1.0 for p in pos.values())
+
+
+def test_focus_neighbourhood_of_a_quantity() -> None:
+    hood = neighbourhood(fixture_graph().g, "quantity:ridge_point_bf16")
+    assert hood == {
+        "quantity:ridge_point_bf16",
+        "quantity:bf16_tensor_flops",
+        "quantity:hbm_bandwidth",
+        "claim:scan-op/ridge-claim",
+        "class:scan-op",
+    }
+
+
+def test_matplotlib_render_png(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "graph.png"
+    info = render(fixture_graph(), out, engine="matplotlib")
+    assert info == {
+        "out": str(out),
+        "engine": "matplotlib",
+        "focus": None,
+        "nodes": 30,
+        "edges": 56,
+    }
+    data = out.read_bytes()
+    assert data.startswith(b"\x89PNG") and len(data) > 10_000
+    assert [p.name for p in tmp_path.iterdir()] == [out.name]  # no temp file left behind
+
+
+def test_render_focus(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "f.svg"
+    info = render(fixture_graph(), out, focus="hbm_bandwidth", engine="matplotlib")
+    assert info["focus"] == "quantity:hbm_bandwidth" and 0 < info["nodes"] < 30
+    assert out.read_bytes().startswith(b"<?xml")
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz `dot` not on PATH")
+def test_graphviz_render(tmp_path: Path) -> None:
+    info = render(fixture_graph(), tmp_path / "g.svg", engine="graphviz")
+    assert info["engine"] == "graphviz" and (tmp_path / "g.svg").read_bytes().startswith(b"<?xml")
+
+
+def test_render_refuses_other_suffixes(tmp_path: Path) -> None:
+    with pytest.raises(RenderError, match=r"\.svg or \.png"):
+        render(fixture_graph(), tmp_path / "g.pdf")

@@ -1,0 +1,160 @@
+"""Evidence ids, atomic writes (an interruption leaves nothing behind), lookups and hashing."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from flopkb.check import run_checks
+from flopkb.kb import load_kb
+from flopkb.model import EvidenceRecord
+from flopkb.paths import bundled_root
+from flopkb.verify import evidence as ev_io
+from flopkb.verify import hashing, registry
+from tests.unit.verify_fixtures import write_kb
+
+WHEN = dt.datetime(2026, 11, 30, 3, 15, 0, tzinfo=dt.timezone.utc)
+
+
+def _record(eid: str, claim: str | None, experiment: str, hashes: dict[str, str],
+            verdict: str = "confirmed", when: dt.datetime = WHEN, acc: str = "h200-sxm"):
+    return EvidenceRecord(
+        schema_version=2, id=eid, kind="evidence", title="t",
+        history=[{"date": when.date(), "by": "tests", "note": "n"}], claim=claim,
+        experiment=experiment, accelerator=acc, implementation="bundled",
+        kernel_hashes=hashes, machine={"gpu": "NVIDIA H200"}, verdict=verdict,
+        command="flopkb verify --gpu", timestamp=when,
+    )
+
+
+def test_evidence_id_shape_and_length():
+    eid = ev_io.evidence_id("mamba2-ssd/ssd-vs-fused-scan", "h200-sxm", WHEN)
+    assert eid == "ev-mamba2-ssd--ssd-vs-fused-scan-h200-sxm-20261130t031500z"
+    assert ev_io.evidence_id(None, None, WHEN) == "ev-calibration-unknown-gpu-20261130t031500z"
+    long = ev_io.evidence_id("a" * 100 + "/" + "b" * 60, "h200-sxm", WHEN)
+    assert len(long) <= ev_io.MAX_ID and long.endswith("-h200-sxm-20261130t031500z")
+    assert long != ev_io.evidence_id("a" * 100 + "/" + "c" * 60, "h200-sxm", WHEN)
+
+
+def test_unique_id_appends_a_counter(tmp_path):
+    (tmp_path / "ev-x.yaml").write_text("")
+    assert ev_io.unique_id(tmp_path, "ev-x") == "ev-x-2"
+    assert ev_io.unique_id(tmp_path, "ev-y") == "ev-y"
+
+
+def test_write_evidence_round_trips_without_aliases(tmp_path):
+    shared = {"a": 1}
+    rec = _record("ev-a", "c/r", "ssd-vs-scan", {"ssd/x.py": "0" * 64}).model_copy(
+        update={"conditions": {"one": shared, "two": shared}})
+    path = ev_io.write_evidence(rec, tmp_path)
+    text = path.read_text()
+    assert "&id" not in text and "*id" not in text
+    assert EvidenceRecord.model_validate(yaml.safe_load(text)) == rec
+    assert [p.name for p in tmp_path.iterdir()] == ["ev-a.yaml"]
+
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt, OSError])
+def test_interrupted_write_leaves_no_file(tmp_path, monkeypatch, exc):
+    def boom(src, dst):
+        raise exc("interrupted")
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(exc):
+        ev_io.atomic_write_text(tmp_path / "ev-b.yaml", "x: 1\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_interrupted_mid_write_leaves_no_file(tmp_path, monkeypatch):
+    def boom(fd):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "fsync", boom)
+    with pytest.raises(KeyboardInterrupt):
+        ev_io.atomic_write_text(tmp_path / "ev-c.yaml", "x: 1\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_interrupted_overwrite_keeps_the_old_file(tmp_path, monkeypatch):
+    target = tmp_path / "ev-d.yaml"
+    target.write_text("old\n")
+    monkeypatch.setattr(os, "replace", lambda s, d: (_ for _ in ()).throw(KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        ev_io.atomic_write_text(target, "new\n")
+    assert target.read_text() == "old\n" and [p.name for p in tmp_path.iterdir()] == ["ev-d.yaml"]
+
+
+def test_registry_is_torch_free_and_covers_every_linked_experiment():
+    import subprocess
+    import sys
+
+    code = ("import sys; import flopkb.verify.registry, flopkb.verify.hashing, "
+            "flopkb.verify.evidence, flopkb.verify.stats, flopkb.check.evidence; "
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+    kb, _ = load_kb(bundled_root())
+    linked = {row.verify.experiment for _, _, row in kb.claims() if row.verify}
+    assert linked <= set(registry.EXPERIMENTS), linked - set(registry.EXPERIMENTS)
+
+
+def test_every_registered_experiment_has_a_module_and_kernels():
+    import importlib.util
+
+    for name, info in registry.EXPERIMENTS.items():
+        module = f"flopkb.verify.experiments.{info.module}"
+        assert importlib.util.find_spec(module) is not None, name
+        files = hashing.kernel_files(None, name)
+        assert files, name
+        assert all(h != hashing.MISSING for h in hashing.current_hashes(None, name).values()), name
+    with pytest.raises(KeyError, match="known"):
+        registry.get("no-such-experiment")
+
+
+def test_stale_evidence_and_the_evidence_rule(tmp_path):
+    root = write_kb(tmp_path)
+    shutil.copytree(bundled_root() / "kernels", root / "kernels",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    hashes = hashing.current_hashes(root, "ssd-vs-scan")
+    folder = root / "records" / "evidence"
+    ev_io.write_evidence(_record("ev-fresh", "test-class/ssd-scan", "ssd-vs-scan", hashes), folder)
+    ev_io.write_evidence(_record("ev-bad", "test-class/nope", "no-such-exp", {}), folder)
+    kb, findings = load_kb(root)
+    assert not findings
+    assert hashing.stale_evidence(kb) == []
+    (root / "kernels" / "ssd" / "chunked.py").write_text("# changed\n")
+    (root / "kernels" / "ssd" / "extra.py").write_text("# new\n")
+    kb, _ = load_kb(root)
+    [stale] = hashing.stale_evidence(kb)
+    assert stale.evidence == "ev-fresh"
+    assert stale.changed == ("ssd/chunked.py",) and stale.added == ("ssd/extra.py",)
+    codes = {(f.rule, f.record) for f in run_checks(kb) if f.rule.startswith("FKB5")}
+    assert {("FKB504", "ev-fresh"), ("FKB501", "ev-bad"), ("FKB502", "ev-bad"),
+            ("FKB503", "ev-bad")} <= codes
+
+
+def test_latest_verdicts_and_confirmed_on(tmp_path):
+    root = write_kb(tmp_path)
+    folder = root / "records" / "evidence"
+    later = WHEN + dt.timedelta(hours=1)
+    ev_io.write_evidence(_record("ev-1", "test-class/int8", "int8-native-vs-emulated", {"a": "b"},
+                                 "refuted"), folder)
+    ev_io.write_evidence(_record("ev-2", "test-class/int8", "int8-native-vs-emulated", {"a": "b"},
+                                 "confirmed", later), folder)
+    ev_io.write_evidence(_record("ev-3", None, "calibration", {"a": "b"}), folder)
+    ev_io.write_evidence(_record("ev-4", "test-class/int8", "int8-native-vs-emulated", {"a": "b"},
+                                 "inconclusive", acc="a100-sxm4-80gb"), folder)
+    kb, _ = load_kb(root)
+    assert ev_io.latest_verdicts(kb) == {
+        "test-class/int8": {"h200-sxm": "confirmed", "a100-sxm4-80gb": "inconclusive"}}
+    assert [e.id for e in ev_io.confirmed_on(kb, "test-class/int8", ["h200-sxm"])] == ["ev-2"]
+    assert ev_io.confirmed_on(kb, "test-class/int8", ["a100-sxm4-80gb"]) == []
+    assert ev_io.summary(kb.evidence["ev-2"])["verdict"] == "confirmed"
+
+
+def test_evidence_dir(tmp_path: Path):
+    assert ev_io.evidence_dir(tmp_path) == tmp_path / "records" / "evidence"

@@ -1,0 +1,91 @@
+"""The GPU pipeline (calibration, measure, judge, evidence, plots) driven on the CPU.
+
+The kernels run through the Triton interpreter at tiny sizes and `time_cuda` is replaced by a
+synthetic timer, so this checks the plumbing, not the speed: every experiment reaches a verdict
+other than `error`, and every evidence file it writes loads back through the record model.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import pytest
+import yaml
+
+from flopkb.kb import load_kb
+from flopkb.model import EvidenceRecord
+from flopkb.verify import runner
+from flopkb.verify.timing import summarize
+from tests.unit.verify_fixtures import write_kb
+
+torch = pytest.importorskip("torch")
+
+
+def _fake_time_cuda(fn, arg_sets, *, warmup=5, reps=50, budget_ms=2000.0, graph=False):
+    for args in arg_sets[:1]:
+        fn(*args)
+    return summarize([1.0, 1.02, 0.98, 1.01, 0.99])
+
+
+@pytest.fixture
+def cpu_gpu(monkeypatch, tmp_path):
+    """Pretend a GPU named 'NVIDIA H200' is there, run its path on the CPU."""
+    from flopkb.verify import context, machine, timing
+    from flopkb.verify.experiments import (
+        _ssd,
+        calibration,
+        chunked_vs_quadratic,
+        kernel_vs_pytorch,
+        roofline,
+        ruggedness,
+        schedule,
+        ssd_vs_attention,
+        ssd_vs_scan,
+    )
+
+    monkeypatch.setattr(runner, "gpu_available", lambda: True)
+    monkeypatch.setattr(machine, "fingerprint", lambda: {"gpu": "NVIDIA H200", "torch": "x"})
+    monkeypatch.setattr(timing, "time_cuda", _fake_time_cuda)
+    # Synthetic times say nothing about the hardware: the floor is unit-tested separately.
+    monkeypatch.setattr(context.Ceilings, "floor_ms", lambda self, f, b, rate_scale=1.0: 0.0)
+    monkeypatch.setattr(calibration, "DEFAULTS", {"gemm_size": 32, "copy_bytes": 4096})
+    monkeypatch.setattr(ssd_vs_attention, "QUICK", (32, 64))
+    monkeypatch.setattr(ssd_vs_attention, "BACKEND", "math")
+    monkeypatch.setattr(chunked_vs_quadratic, "QUICK", (16, 32))
+    monkeypatch.setattr(kernel_vs_pytorch, "QUICK", (32,))
+    monkeypatch.setattr(ruggedness, "QUICK_OFFSETS", (-1, 0, 1))
+    monkeypatch.setattr(roofline, "REFERENCE_T", 32)
+    monkeypatch.setattr(roofline, "ELEMENTWISE_N", 256)
+    monkeypatch.setattr(roofline, "GEMM_N", 32)
+    monkeypatch.setattr(_ssd, "PREFIX", 16)
+    monkeypatch.setattr(schedule, "STATE_SWEEP", (8,))
+    monkeypatch.setattr(ssd_vs_scan, "STATE_SWEEP", (8,))
+    return write_kb(tmp_path)
+
+
+@pytest.mark.slow
+def test_gpu_pipeline_on_cpu_reaches_verdicts_and_writes_loadable_evidence(cpu_gpu):
+    root = cpu_gpu
+    kb, findings = load_kb(root)
+    assert not findings
+    jobs, broken = runner.plan(kb)
+    assert not broken
+    machine, results = runner.run_gpu(kb, root, jobs, quick=True, device="cpu",
+                                      command="flopkb verify --gpu --quick")
+    assert machine["accelerator"] == "h200-sxm"
+    errors = {r.claim or r.experiment: r.reason for r in results if r.verdict == "error"}
+    assert errors == {}
+    verdicts = {r.claim: r.verdict for r in results}
+    assert verdicts["test-class/determinism"] in {"confirmed", "inconclusive", "refuted"}
+    files = sorted((root / "records" / "evidence").glob("*.yaml"))
+    assert len(files) == len(results)
+    for path in files:
+        record = EvidenceRecord.model_validate(yaml.safe_load(path.read_text()))
+        assert record.id == path.stem
+        assert record.kernel_hashes and all(len(h) == 64 for h in record.kernel_hashes.values())
+        if record.claim:
+            assert record.correctness and all(c["ok"] for c in record.correctness)
+    kb2, findings2 = load_kb(root)
+    assert not findings2 and len(kb2.evidence) == len(results)

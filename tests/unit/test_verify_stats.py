@@ -1,0 +1,148 @@
+"""The verdict rule on synthetic numbers, edges included."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from flopkb.magnitude import parse_magnitude
+from flopkb.verify import stats
+from flopkb.verify.stats import Interval
+from flopkb.verify.timing import summarize
+
+
+class _T:
+    def __init__(self, median: float, p10: float, p90: float) -> None:
+        self.median_ms, self.p10_ms, self.p90_ms = median, p10, p90
+
+
+def _claimed(text: str):
+    m = parse_magnitude(text)
+    return stats.claimed_interval(m.low, m.high, m.bound, m.figures)
+
+
+def test_ratio_interval_takes_conservative_corners():
+    r = stats.ratio_interval(_T(10, 9, 11), _T(2, 1.9, 2.1))
+    assert r.value == pytest.approx(5.0)
+    assert r.low == pytest.approx(9 / 2.1)
+    assert r.high == pytest.approx(11 / 1.9)
+
+
+def test_range_claim_widened_by_ten_percent():
+    lo, hi = _claimed("2-8x")
+    assert lo == pytest.approx(2 / 1.1) and hi == pytest.approx(8 * 1.1)
+
+
+def test_exact_claim_adds_half_unit_of_last_digit():
+    lo, hi = _claimed("6x at 16K")
+    assert lo == pytest.approx(5.5 / 1.1) and hi == pytest.approx(6.5 * 1.1)
+    lo, hi = _claimed("3.73x")
+    assert lo == pytest.approx(3.725 / 1.1) and hi == pytest.approx(3.735 * 1.1)
+
+
+def test_approx_claim_gets_wider_tolerance():
+    lo, hi = _claimed("~20%")
+    assert lo == pytest.approx(19.5 / 1.25) and hi == pytest.approx(20.5 * 1.25)
+
+
+def test_open_bounds():
+    assert _claimed("up to 3x") == (None, pytest.approx(3.3))
+    lo, hi = _claimed("at least 2x")
+    assert lo == pytest.approx(2 / 1.1) and hi is None
+
+
+@pytest.mark.parametrize(
+    ("measured", "verdict"),
+    [
+        (Interval(4.0, 3.5, 4.5), "confirmed"),
+        (Interval(1.9, 1.85, 1.95), "confirmed"),  # inside thanks to the tolerance
+        (Interval(1.2, 1.1, 1.3), "refuted"),
+        (Interval(12.0, 10.0, 14.0), "refuted"),
+        (Interval(1.8, 1.5, 2.2), "inconclusive"),  # straddles the widened low edge
+        (Interval(5.0, 1.0, 20.0), "inconclusive"),  # noise wider than the claim
+        (Interval(None, None, None), "inconclusive"),
+        (Interval(math.nan, math.nan, math.nan), "inconclusive"),
+    ],
+)
+def test_decide_against_a_range(measured, verdict):
+    lo, hi = _claimed("2-8x")
+    assert stats.decide(measured, lo, hi) == verdict
+
+
+def test_decide_touching_edge_counts_as_inside():
+    assert stats.decide(Interval(2, 2, 3), 2.0, 3.0) == "confirmed"
+
+
+@pytest.mark.parametrize(
+    ("measured", "verdict"),
+    [
+        (Interval(1.5, 1.2, 1.8), "confirmed"),
+        (Interval(1.04, 1.03, 1.05), "inconclusive"),  # faster, but within the 5% margin
+        (Interval(1.0, 0.95, 1.05), "inconclusive"),
+        (Interval(0.8, 0.7, 0.9), "refuted"),
+        (Interval(0.99, 0.98, 1.0), "inconclusive"),  # touches 1: not clearly below
+    ],
+)
+def test_qualitative_above(measured, verdict):
+    assert stats.decide_above(measured, 1.0) == verdict
+
+
+def test_qualitative_below():
+    assert stats.decide_below(Interval(1.02, 1.0, 1.08), 1.0, margin=0.10) == "confirmed"
+    assert stats.decide_below(Interval(1.3, 1.2, 1.4), 1.0, margin=0.10) == "refuted"
+    assert stats.decide_below(Interval(1.1, 1.05, 1.2), 1.0, margin=0.10) == "inconclusive"
+
+
+def test_crossover_interpolates_in_log_log():
+    xs = [512, 1024, 2048, 4096]
+    ratios = [Interval(r, r * 0.95, r * 1.05) for r in (0.25, 0.5, 2.0, 4.0)]
+    c = stats.crossover(xs, ratios)
+    # log-linear between 1024 (0.5) and 2048 (2.0): halfway in log -> sqrt(1024 * 2048)
+    assert c.value == pytest.approx(math.sqrt(1024 * 2048))
+    assert c.low < c.value < c.high
+    assert stats.decide_crossover(c, 1448) == "confirmed"
+    assert stats.decide_crossover(c, 2048) == "inconclusive"  # low end under 2048 / sqrt 2
+    assert stats.decide_crossover(c, 16384) == "refuted"
+
+
+def test_crossover_outside_the_swept_range_is_an_open_bound():
+    xs = [512, 1024]
+    below = stats.crossover(xs, [Interval(2, 1.9, 2.1), Interval(3, 2.9, 3.1)])
+    assert below.value is None and below.low is None and below.high == 512
+    above = stats.crossover(xs, [Interval(0.2, 0.1, 0.3), Interval(0.5, 0.4, 0.6)])
+    assert above.value is None and above.low == 1024 and above.high is None
+    assert stats.decide_crossover(above, 256) == "refuted"
+
+
+def test_crossover_takes_the_last_crossing_for_good():
+    xs = [1, 2, 4, 8]
+    c = stats.crossover(xs, [Interval(v, v, v) for v in (1.5, 0.5, 2.0, 3.0)])
+    assert 2 < c.value < 4
+
+
+def test_crossover_rejects_mismatched_inputs():
+    with pytest.raises(ValueError, match="one ratio per x"):
+        stats.crossover([1, 2], [Interval(1, 1, 1)])
+
+
+def test_sum_and_divide_intervals():
+    s = stats.sum_interval([_T(1, 0.9, 1.1), _T(2, 1.8, 2.2)])
+    assert (s.value, s.low, s.high) == pytest.approx((3, 2.7, 3.3))
+    d = stats.divide(s, Interval(1.5, 1.0, 3.0))
+    assert (d.value, d.low, d.high) == pytest.approx((2, 0.9, 3.3))
+
+
+def test_coefficient_of_variation():
+    assert stats.coefficient_of_variation([1, 1, 1]) == 0
+    assert stats.coefficient_of_variation([1, 3]) == pytest.approx(0.5)
+    with pytest.raises(ValueError):
+        stats.coefficient_of_variation([])
+
+
+def test_summarize_order_statistics():
+    t = summarize([5.0, 1.0, 2.0, 3.0, 4.0])
+    assert (t.median_ms, t.min_ms, t.max_ms, t.reps) == (3.0, 1.0, 5.0, 5)
+    assert t.p10_ms == pytest.approx(1.4) and t.p90_ms == pytest.approx(4.6)
+    with pytest.raises(ValueError):
+        summarize([])

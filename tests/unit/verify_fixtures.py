@@ -1,0 +1,76 @@
+"""A small KB whose claim rows link every bundled experiment at tiny sizes (CPU-runnable)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import yaml
+
+from flopkb.paths import bundled_root
+from flopkb.verify import registry
+from flopkb.verify.evidence import _NoAliasDumper
+
+# Row id, experiment, magnitude, conditions (tiny: the Triton interpreter runs them on the CPU).
+SSD = {"tokens": 64, "seq_len": 32, "heads": 2, "head_dim": 16, "state_dim": 16, "chunk_size": 16}
+ROWS = [
+    ("schedule", "scan-vs-matmul-schedule", "qualitative", SSD),
+    ("ssd-scan", "ssd-vs-scan", "2-8x", {**SSD, "hardware": "A100 80GB PCIe", "pass": "forward"}),
+    ("crossover", "ssd-vs-attention", "crossover at 2K", {k: SSD[k] for k in
+                                                        ("tokens", "heads", "head_dim", "state_dim",
+                                                         "chunk_size")}),
+    ("ratio-16k", "ssd-vs-attention", "6x at 64", {k: SSD[k] for k in
+                                                   ("tokens", "heads", "head_dim", "state_dim",
+                                                    "chunk_size")}),
+    ("mlp", "scan-vs-mlp", "qualitative", {"d_model": 16, "state_dim": 8, "tokens": 64,
+                                           "seq_len": 32}),
+    ("decay", "decay-granularity", "qualitative", SSD),
+    ("roofline", "roofline-efficiency", "qualitative", {"d_model": 8, "state_dim": 8,
+                                                        "tokens": 64}),
+    ("share", "ssd-matmul-share", "qualitative", SSD),
+    ("quadratic", "chunked-vs-quadratic", "qualitative", {k: SSD[k] for k in
+                                                          ("tokens", "heads", "head_dim",
+                                                           "state_dim", "chunk_size")}),
+    ("chunk", "chunk-size-sweep", "Q=64", {**SSD, "seq_len": 64, "tokens": 64}),
+    ("pytorch", "kernel-vs-pytorch", "qualitative", {"batch": 1, "heads": 2, "head_dim": 16,
+                                                     "state_dim": 16, "chunk_size": 16}),
+    ("rugged", "gemm-ruggedness", "qualitative", {"size": 48}),
+    ("lowrank", "lowrank-vs-dense", "qualitative", {"tokens": 64, "size": 32}),
+    ("int8", "int8-native-vs-emulated", "qualitative", {"size": 32}),
+    ("determinism", "reduction-determinism", "qualitative", {"elements": 4096, "repeats": 5}),
+    ("overhead", "determinism-overhead", "qualitative", {"elements": 4096}),
+]
+
+
+def write_kb(root: Path) -> Path:
+    """A KB root with the bundled accelerators and quantities and one class linking every row."""
+    for folder in ("accelerators", "quantities"):
+        shutil.copytree(bundled_root() / "records" / folder, root / "records" / folder)
+    (root / "records" / "evidence").mkdir(parents=True)
+    claims = " ".join(f"Claim {rid} holds." for rid, *_ in ROWS)
+    prose = f"A test class. {claims} 2-8x 2K 6x 64"
+    rows = [
+        {"id": rid, "quantity": "bf16_tensor_flops", "effect": f"Claim {rid} holds.",
+         "magnitude": mag, "basis": "unverified", "conditions": cond,
+         "verify": {"experiment": exp}}
+        for rid, exp, mag, cond in ROWS
+    ]
+    record = {
+        "schema_version": 2, "id": "test-class", "kind": "operator", "title": "Test class",
+        "prose": prose, "affected_by_hardware": ["h200-sxm"],
+        "flop": {"hardware_parameters": rows},
+        "history": [{"date": "2026-11-30", "by": "tests", "note": "fixture"}],
+    }
+    (root / "records" / "classes").mkdir(parents=True)
+    (root / "records" / "classes" / "test-class.yaml").write_text(
+        yaml.dump(record, Dumper=_NoAliasDumper, sort_keys=False)
+    )
+    return root
+
+
+def linked_experiments() -> set[str]:
+    return {exp for _, exp, _, _ in ROWS}
+
+
+def all_experiments() -> set[str]:
+    return set(registry.EXPERIMENTS) - {"calibration"}
