@@ -21,7 +21,10 @@ _BINARY: dict[type[ast.operator], Callable[[float, float], float]] = {
     ast.Div: operator.truediv,
     ast.Pow: operator.pow,
 }
-_UNARY: dict[type[ast.unaryop], Callable[[float], float]] = {ast.USub: operator.neg, ast.UAdd: operator.pos}
+_UNARY: dict[type[ast.unaryop], Callable[[float], float]] = {
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+}
 
 
 _ALLOWED_NODES = (ast.BinOp, ast.UnaryOp, ast.Load, *_BINARY, *_UNARY)
@@ -48,7 +51,9 @@ class Formula:
 def parse_formula(text: str) -> Formula:
     """Parse `text` against the whitelist grammar, or raise FormulaError."""
     if len(text) > MAX_FORMULA_LENGTH:
-        raise FormulaError(f"expected a formula of at most {MAX_FORMULA_LENGTH} characters, got {len(text)}")
+        raise FormulaError(
+            f"expected a formula of at most {MAX_FORMULA_LENGTH} characters, got {len(text)}"
+        )
     try:
         tree = ast.parse(text.strip(), mode="eval").body
     except SyntaxError as exc:

@@ -7,7 +7,8 @@
     number      := digits ["." digits]
 
 Examples: `2-8x`, `~20%`, `6x at 16K`, `3.73x`, `crossover at 2K`, `8x`, `up to 3x`, `92%`,
-`3:1`, `P=128`, `qualitative`. En and em dashes, `×` and a space before the unit are accepted.
+`3:1`, `P=128`, `qualitative`. En and em dashes, the multiplication sign and a space before the unit
+are accepted.
 `figures` keeps each number exactly as written so that rule 2 (no new figures) can look for it
 in the prose.
 """
@@ -68,7 +69,7 @@ class Magnitude:
 
 def _normalise(text: str) -> str:
     text = text.strip().replace("\u2013", "-").replace("\u2014", "-").replace("\u2212", "-")
-    return re.sub(r"\s+", " ", text.replace("×", "x"))
+    return re.sub(r"\s+", " ", text.replace("\u00d7", "x"))
 
 
 def _size(match: re.Match[str]) -> tuple[int, str]:
@@ -105,7 +106,8 @@ def parse_magnitude(text: str) -> Magnitude:
         return Magnitude(text, kind, low, high, m["unit"].lower(), bound, condition, figures)
     if m := _CROSSOVER.match(norm):
         at, at_text = _size(m)
-        return Magnitude(text, "crossover", at, at, "tokens", "exact", {"at_text": at_text}, figures)
+        condition = {"at_text": at_text}
+        return Magnitude(text, "crossover", at, at, "tokens", "exact", condition, figures)
     if m := _PROPORTION.match(norm):
         a, b = float(m["a"]), float(m["b"])
         if b == 0:

@@ -1,4 +1,4 @@
-"""Where the bundled knowledge base lives: inside the wheel, or at the repository root in a checkout."""
+"""Where the bundled knowledge base lives: in the wheel, or at the repository root of a checkout."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def bundled_root() -> Path:
 
 
 def resolve_kb_root(kb: Path | None = None, cwd: Path | None = None) -> Path:
-    """The KB root a command works on: `--kb DIR`, else `./records` when present, else the bundled KB.
+    """The KB root to work on: `--kb DIR`, else `./records` when present, else the bundled KB.
 
     A root is a folder holding `records/` (and optionally `kernels/`, `schema/`); `--kb` may also
     name the `records/` folder itself.

@@ -45,7 +45,7 @@ class CheckContext:
         message: str,
         hint: str | None = None,
     ) -> Finding:
-        """A finding located at the YAML node `path` of record `record_id` (or its nearest parent)."""
+        """A finding at the YAML node `path` of record `record_id` (or its nearest parent)."""
         file, line, column = self.kb.where(record_id, *path)
         return Finding(rule_.code, rule_.severity, file, line, column, record_id, message, hint)
 
@@ -55,6 +55,6 @@ CHECKS: list[Check] = []
 
 
 def check(fn: Check) -> Check:
-    """Register a check; it runs once over the whole KB (validators are built once, not per file)."""
+    """Register a check; it runs once over the whole KB (validators built once, not per file)."""
     CHECKS.append(fn)
     return fn

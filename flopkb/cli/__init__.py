@@ -25,9 +25,11 @@ def _root(
     ctx: typer.Context,
     kb: Annotated[
         Path | None,
-        typer.Option("--kb", help="KB root (a folder with records/); default ./records, else bundled"),
+        typer.Option("--kb", help="KB root (holds records/); default ./records, else bundled"),
     ] = None,
-    debug: Annotated[bool, typer.Option("--debug", help="show tracebacks of unexpected errors")] = False,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="show tracebacks of unexpected errors")
+    ] = False,
 ) -> None:
     ctx.obj = CliState(kb=kb, debug=debug)
 
@@ -42,7 +44,7 @@ app.add_typer(graph.app, name="graph")
 
 
 def main() -> None:
-    """Console entry point: unexpected errors become one line (exit 2); `--debug` shows the traceback."""
+    """Console entry point: an unexpected error is one line (exit 2); `--debug` shows it all."""
     try:
         app(standalone_mode=True)
     except SystemExit:
@@ -50,8 +52,9 @@ def main() -> None:
     except KeyboardInterrupt:
         err_console.print("flopkb: interrupted", markup=False)
         sys.exit(130)
-    except Exception as exc:  # noqa: BLE001 - the last line of defence: never a traceback by default
+    except Exception as exc:  # the last line of defence: never a traceback by default
         if "--debug" in sys.argv:
             raise
-        err_console.print(f"flopkb: error: {type(exc).__name__}: {exc}", markup=False, highlight=False)
+        message = f"flopkb: error: {type(exc).__name__}: {exc}"
+        err_console.print(message, markup=False, highlight=False)
         sys.exit(2)

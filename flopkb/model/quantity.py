@@ -15,5 +15,6 @@ class QuantityRecord(RecordBase):
     meaning: NonEmpty
     formula: str | None = Field(
         default=None,
-        description="computed quantities only: + - * / ** and parentheses over numbers and quantity ids",
+        description="computed quantities only: + - * / ** and parentheses over numbers and "
+        "quantity ids",
     )

@@ -25,6 +25,8 @@ class SourceRecord(RecordBase):
     authors: list[NonEmpty] = Field(default_factory=list)
     year: int | None = Field(default=None, ge=1900, le=2100)
     venue: str | None = None
-    identifier: str | None = Field(default=None, description="e.g. arXiv:2405.21060; empty if unknown")
+    identifier: str | None = Field(
+        default=None, description="e.g. arXiv:2405.21060; empty if unknown"
+    )
     url: HttpUrl | None = None
     note: str | None = None
