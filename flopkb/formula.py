@@ -92,7 +92,11 @@ def _eval(node: ast.expr, values: Mapping[str, float | None]) -> float:
         if isinstance(node.op, ast.Pow) and abs(right) > 64:
             raise FormulaError(f"exponent {right} is out of range (|exponent| <= 64)")
         try:
-            return _BINARY[type(node.op)](left, right)
+            result = _BINARY[type(node.op)](left, right)
         except (OverflowError, ZeroDivisionError, ValueError) as exc:
             raise FormulaError(str(exc)) from None
+        # a negative base to a fractional power is complex in Python: not a hardware quantity
+        if isinstance(result, complex):
+            raise FormulaError(f"{left} ** {right} is not a real number")
+        return result
     raise FormulaError(f"unexpected {type(node).__name__}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +35,24 @@ class UnknownRecord(LookupError):
         super().__init__(f"no {kind} record {record_id!r}{hint}")
 
 
+class MissingInput(FormulaError):
+    """An input has no value on this accelerator: the spec is absent, or not a valid quantity."""
+
+
+class NotApplicable(MissingInput):
+    """An input is an explicit null on this accelerator: the feature is unsupported there."""
+
+
+def parsed(text: str) -> Formula | FormulaError:
+    """The parsed formula, or the error saying why it is outside the whitelist."""
+    try:
+        return parse_formula(text)
+    except FormulaError as exc:
+        return exc
+    except (ValueError, TypeError, MemoryError, RecursionError) as exc:
+        return FormulaError(f"cannot parse {text[:60]!r}: {type(exc).__name__}")
+
+
 @dataclass(frozen=True)
 class Value:
     """A quantity on one part: a number, or `None` with the reason it is not applicable."""
@@ -44,19 +62,20 @@ class Value:
 
 
 class HardwareModel:
-    """Evaluates quantities on accelerators; built once per KB, memoised per (part, quantity)."""
+    """The one evaluator of quantities on accelerators (used by `hw`, the graph and the checks).
+
+    Built once per KB, memoised per (part, quantity). `resolve` raises (MissingInput,
+    NotApplicable, FormulaError) for the checks, which need to tell those apart; `value` wraps
+    the same result as a `Value` with a note for people.
+    """
 
     def __init__(self, kb: KnowledgeBase) -> None:
         self.kb = kb
         self.quantities = kb.quantities
-        self._formulas: dict[str, Formula | FormulaError] = {}
-        for qid, q in self.quantities.items():
-            if q.formula is not None:
-                try:
-                    self._formulas[qid] = parse_formula(q.formula)
-                except FormulaError as exc:
-                    self._formulas[qid] = exc
-        self._memo: dict[tuple[str, str], Value] = {}
+        self.formulas: dict[str, Formula | FormulaError] = {
+            qid: parsed(q.formula) for qid, q in self.quantities.items() if q.formula is not None
+        }
+        self._memo: dict[tuple[str, str], float | FormulaError] = {}
 
     def accelerator(self, acc_id: str) -> AcceleratorRecord:
         acc = self.kb.accelerators.get(acc_id)
@@ -65,7 +84,7 @@ class HardwareModel:
         return acc
 
     def is_computed(self, qid: str) -> bool:
-        return qid in self._formulas
+        return qid in self.formulas
 
     def inputs(self, qid: str) -> frozenset[str]:
         """Every quantity `qid` depends on through formulas, itself included (cycles are cut)."""
@@ -76,62 +95,74 @@ class HardwareModel:
             if name in seen:
                 continue
             seen.add(name)
-            formula = self._formulas.get(name)
+            formula = self.formulas.get(name)
             if isinstance(formula, Formula):
                 stack.extend(formula.names)
         return frozenset(seen)
 
-    def value(self, acc: AcceleratorRecord, qid: str) -> Value:
-        """`qid` on `acc`: the spec, or the formula evaluated over other quantities."""
-        return self._value(acc, qid, frozenset())
-
-    def _value(self, acc: AcceleratorRecord, qid: str, active: frozenset[str]) -> Value:
+    def resolve(
+        self, acc: AcceleratorRecord, qid: str, _active: frozenset[str] = frozenset()
+    ) -> float:
+        """`qid` on `acc` (the spec, or its formula over other quantities); raises on no value."""
         key = (acc.id, qid)
         if key not in self._memo:
-            self._memo[key] = self._compute(acc, qid, active)
-        return self._memo[key]
+            self._memo[key] = self._compute(acc, qid, _active)
+        result = self._memo[key]
+        if isinstance(result, FormulaError):
+            raise result
+        return result
 
-    def _compute(self, acc: AcceleratorRecord, qid: str, active: frozenset[str]) -> Value:
-        formula = self._formulas.get(qid)
+    def _compute(
+        self, acc: AcceleratorRecord, qid: str, active: frozenset[str]
+    ) -> float | FormulaError:
+        if qid not in self.quantities:
+            return MissingInput(f"{qid!r} is not a quantity")
+        formula = self.formulas.get(qid)
         if formula is None:
             spec = acc.specs.get(qid)
             if spec is None:
-                return Value(None, f"{acc.id} does not specify {qid}")
+                return MissingInput(f"{acc.id} does not specify {qid}")
             if spec.value is None:
-                return Value(None, f"{qid} is null on {acc.id}: {spec.note or 'not supported'}")
-            return Value(float(spec.value))
+                return NotApplicable(f"{qid} is null on {acc.id}: {spec.note or 'not supported'}")
+            return float(spec.value)
         if isinstance(formula, FormulaError):
-            return Value(None, f"the formula of {qid} is invalid: {formula}")
+            return MissingInput(f"the formula of {qid} is invalid: {formula}")
         if qid in active:
-            return Value(None, f"{qid} depends on itself")
-        values: dict[str, float | None] = {}
-        for name in sorted(formula.names):
-            got = self._value(acc, name, active | {qid})
-            if got.value is None:
-                return Value(None, f"not applicable: {got.note}")
-            values[name] = got.value
+            return MissingInput(f"{qid} depends on itself")
         try:
-            result = formula.evaluate(values)
+            return self.evaluate(formula, acc, active | {qid})
         except FormulaError as exc:
-            return Value(None, f"{qid} does not evaluate on {acc.id}: {exc}")
-        return Value(result)
+            return exc
+
+    def evaluate(
+        self, formula: Formula, acc: AcceleratorRecord, active: frozenset[str] = frozenset()
+    ) -> float:
+        """`formula` on `acc`; raises MissingInput, NotApplicable or FormulaError."""
+        values = {name: self.resolve(acc, name, active) for name in sorted(formula.names)}
+        try:
+            return formula.evaluate(values)
+        except FormulaError as exc:
+            raise FormulaError(f"{formula.text!r} does not evaluate on {acc.id}: {exc}") from None
+
+    def value(self, acc: AcceleratorRecord, qid: str) -> Value:
+        """`qid` on `acc` as a Value: a number, or None with the reason."""
+        return _as_value(lambda: self.resolve(acc, qid))
 
     def evaluate_text(self, acc: AcceleratorRecord, text: str) -> Value:
         """A free formula (a `derived` claim row's) evaluated on `acc`."""
-        try:
-            formula = parse_formula(text)
-        except FormulaError as exc:
-            return Value(None, str(exc))
-        values: dict[str, float | None] = {}
-        for name in sorted(formula.names):
-            got = self.value(acc, name)
-            if got.value is None:
-                return Value(None, f"not applicable: {got.note}")
-            values[name] = got.value
-        try:
-            return Value(formula.evaluate(values))
-        except FormulaError as exc:
-            return Value(None, str(exc))
+        formula = parsed(text)
+        if isinstance(formula, FormulaError):
+            return Value(None, str(formula))
+        return _as_value(lambda: self.evaluate(formula, acc))
+
+
+def _as_value(compute: Callable[[], float]) -> Value:
+    try:
+        return Value(compute())
+    except NotApplicable as exc:
+        return Value(None, f"not applicable: {exc}")
+    except FormulaError as exc:
+        return Value(None, str(exc))
 
 
 def _rounded(value: float | None) -> float | None:

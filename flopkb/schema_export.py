@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, TypeAdapter
 
+from flopkb.atomic import atomic_write_text
 from flopkb.model import (
     CURRENT_SCHEMA_VERSION,
     AcceleratorRecord,
@@ -69,7 +70,7 @@ def export(folder: Path) -> list[Path]:
     written = []
     for name, text in generate().items():
         path = folder / name
-        path.write_text(text, encoding="utf-8")
+        atomic_write_text(path, text)
         written.append(path)
     return written
 

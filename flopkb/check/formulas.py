@@ -1,21 +1,20 @@
 """Computed quantities: formulas parse by the whitelist, name quantities, form no cycle, evaluate.
 
-`QuantityValues` evaluates any quantity on any accelerator (datasheet spec, or the quantity's
-formula over other quantities, recursively); provenance rule 3 (`derived`) uses it too.
+Values come from `flopkb.hardware.HardwareModel`, the one evaluator of quantities on accelerators;
+provenance rule 3 (`derived`) uses it too.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 
 import networkx as nx
 
 from flopkb.check.base import CheckContext, check, rule
 from flopkb.findings import Finding, Severity
-from flopkb.formula import Formula, FormulaError, parse_formula
+from flopkb.formula import FormulaError
+from flopkb.hardware import HardwareModel, MissingInput, NotApplicable, parsed
 from flopkb.kb import KnowledgeBase
-from flopkb.model import AcceleratorRecord
 
 BAD_FORMULA = rule(
     "FKB401", Severity.error,
@@ -36,47 +35,12 @@ TYPED_IN = rule(
 )
 
 
-class MissingInput(FormulaError):
-    """An input has no value on this accelerator: the spec is absent, or not a valid quantity."""
-
-
-class NotApplicable(MissingInput):
-    """An input is an explicit null on this accelerator: the feature is unsupported there."""
-
-
-def parsed(text: str) -> Formula | FormulaError:
-    """The parsed formula, or the error saying why it is outside the whitelist."""
-    try:
-        return parse_formula(text)
-    except FormulaError as exc:
-        return exc
-    except (ValueError, TypeError, MemoryError, RecursionError) as exc:
-        return FormulaError(f"cannot parse {text[:60]!r}: {type(exc).__name__}")
-
-
-class QuantityValues:
-    """Values of quantities on accelerators; errors are FormulaError values, never crashes."""
+class QuantityValues(HardwareModel):
+    """The hardware model plus what the checks need: which parts can evaluate a quantity."""
 
     def __init__(self, kb: KnowledgeBase) -> None:
-        self.kb = kb
-        self.quantities = kb.quantities
-        self.formulas = {
-            qid: parsed(q.formula) for qid, q in self.quantities.items() if q.formula is not None
-        }
-        self._memo: dict[tuple[str, str], float | FormulaError] = {}
+        super().__init__(kb)
         self._by_spec: dict[str, set[str]] | None = None
-
-    def inputs(self, qid: str, _active: frozenset[str] = frozenset()) -> set[str]:
-        """The datasheet quantities a quantity rests on, through computed quantities."""
-        formula = self.formulas.get(qid)
-        if formula is None:
-            return {qid}
-        if isinstance(formula, FormulaError) or qid in _active:
-            return set()
-        out: set[str] = set()
-        for name in formula.names:
-            out |= self.inputs(name, _active | {qid})
-        return out
 
     def candidates(self, qid: str) -> set[str]:
         """Accelerators that specify every datasheet input of `qid` (the others cannot evaluate it).
@@ -89,59 +53,12 @@ class QuantityValues:
             for acc_id, acc in self.kb.accelerators.items():
                 for key in acc.specs:
                     self._by_spec.setdefault(key, set()).add(acc_id)
-        inputs = self.inputs(qid)
-        if not inputs:
+        closure = self.inputs(qid)
+        leaves = {name for name in closure if name not in self.formulas}
+        if not leaves or any(isinstance(self.formulas.get(n), FormulaError) for n in closure):
             return set()
-        sets = sorted((self._by_spec.get(name, set()) for name in inputs), key=len)
+        sets = sorted((self._by_spec.get(name, set()) for name in leaves), key=len)
         return set.intersection(*sets)
-
-    def value(
-        self, acc: AcceleratorRecord, qid: str, _active: frozenset[str] = frozenset()
-    ) -> float:
-        key = (acc.id, qid)
-        if key not in self._memo:
-            self._memo[key] = self._compute(acc, qid, _active)
-        result = self._memo[key]
-        if isinstance(result, FormulaError):
-            raise result
-        return result
-
-    def _compute(
-        self, acc: AcceleratorRecord, qid: str, active: frozenset[str]
-    ) -> float | FormulaError:
-        if qid not in self.quantities:
-            return MissingInput(f"{qid!r} is not a quantity")
-        formula = self.formulas.get(qid)
-        if formula is None:
-            spec = acc.specs.get(qid)
-            if spec is None:
-                return MissingInput(f"{acc.id} has no spec {qid}")
-            if spec.value is None:
-                note = f" ({spec.note})" if spec.note else ""
-                return NotApplicable(f"{qid} is null on {acc.id}: unsupported{note}")
-            return float(spec.value)
-        if isinstance(formula, FormulaError):
-            return MissingInput(f"{qid} has an invalid formula")
-        if qid in active:
-            return MissingInput(f"{qid} depends on itself")
-        try:
-            return self.evaluate(formula, acc, active | {qid})
-        except FormulaError as exc:
-            return exc
-
-    def evaluate(
-        self, formula: Formula, acc: AcceleratorRecord, active: frozenset[str] = frozenset()
-    ) -> float:
-        """`formula` on `acc`; raises MissingInput or FormulaError (division by zero, NaN, ...)."""
-        values = {name: self.value(acc, name, active) for name in sorted(formula.names)}
-        try:
-            result = formula.evaluate(values)
-        except TypeError:
-            # a negative base to a fractional power gives a complex number
-            raise FormulaError(f"{formula.text!r} is not a real number on {acc.id}") from None
-        if isinstance(result, complex) or not math.isfinite(result):
-            raise FormulaError(f"{formula.text!r} is not a finite real number on {acc.id}")
-        return result
 
 
 def values_of(ctx: CheckContext) -> QuantityValues:
@@ -196,7 +113,7 @@ def quantity_values(ctx: CheckContext) -> Iterator[Finding]:
         for acc_id in sorted(values.candidates(qid)):
             acc = kb.accelerators[acc_id]
             try:
-                values.value(acc, qid)
+                values.resolve(acc, qid)
             except MissingInput:
                 continue
             except FormulaError as exc:
@@ -210,3 +127,6 @@ def quantity_values(ctx: CheckContext) -> Iterator[Finding]:
                     TYPED_IN, acc_id, ("specs", qid),
                     f"{qid} is computed ({kb.quantities[qid].formula}); remove the typed value",
                 )  # fmt: skip
+
+
+__all__ = ["MissingInput", "NotApplicable", "QuantityValues", "parsed", "values_of"]

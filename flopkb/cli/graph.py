@@ -330,7 +330,7 @@ def export(
     if out is None:
         sys.stdout.write(text)
         return
-    from flopkb.verify.evidence import atomic_write_text
+    from flopkb.atomic import atomic_write_text
 
     try:
         atomic_write_text(out, text)

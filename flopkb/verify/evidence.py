@@ -7,17 +7,15 @@ Ctrl-C included, removes the temp file, so an interrupted run never leaves a par
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import hashlib
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from flopkb.atomic import atomic_write_text
 from flopkb.model import EvidenceRecord
 
 MAX_ID = 120
@@ -60,31 +58,6 @@ def unique_id(folder: Path, eid: str) -> str:
         n += 1
         candidate = f"{eid}-{n}"
     return candidate
-
-
-def atomic_write_text(path: Path, text: str) -> Path:
-    """Write `text` to `path` atomically: temp file in the same folder, fsync, os.replace."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        raise
-    # Persist the rename itself (directory entry); not possible on every platform.
-    with contextlib.suppress(OSError):
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-    return path
 
 
 class _NoAliasDumper(yaml.SafeDumper):

@@ -75,9 +75,9 @@ def test_quantity_values_recurse_and_never_raise_outside_formula_errors() -> Non
     kb, _ = load_kb(SMALL_KB)
     values = QuantityValues(kb)
     acc = kb.accelerators["h100-sxm"]
-    assert values.value(acc, "ridge_point_bf16") == pytest.approx(989.4e12 / 3.35e12)
+    assert values.resolve(acc, "ridge_point_bf16") == pytest.approx(989.4e12 / 3.35e12)
     with pytest.raises(MissingInput):
-        values.value(acc, "no_such_quantity")
+        values.resolve(acc, "no_such_quantity")
     with pytest.raises(FormulaError, match="not a real number"):
         values.evaluate(parse_formula("(0 - hbm_bandwidth) ** 0.5"), acc)
 
@@ -93,7 +93,7 @@ def test_null_spec_is_not_applicable(tmp_path: Path) -> None:
     kb, findings = load_kb(tmp_path / "kb")
     assert findings == []
     with pytest.raises(NotApplicable):
-        QuantityValues(kb).value(kb.accelerators["h100-sxm"], "ridge_point_bf16")
+        QuantityValues(kb).resolve(kb.accelerators["h100-sxm"], "ridge_point_bf16")
     # a derived row over a null input is not applicable there, not broken
     assert [f.rule for f in validate(tmp_path / "kb").errors] == []
 

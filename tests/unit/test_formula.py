@@ -56,3 +56,8 @@ def test_outside_the_whitelist(text: str) -> None:
 def test_evaluation_errors_are_formula_errors(text: str, values: dict) -> None:
     with pytest.raises(FormulaError):
         parse_formula(text).evaluate(values)
+
+
+def test_negative_base_to_a_fractional_power_is_a_formula_error() -> None:
+    with pytest.raises(FormulaError, match="not a real number"):
+        parse_formula("x ** 0.5").evaluate({"x": -8.0})
