@@ -2,22 +2,10 @@
 
 from __future__ import annotations
 
-from functools import cache
-from pathlib import Path
-
-from flopkb.graph import KBGraph, build_graph, node_id, split_node
+from flopkb.graph import build_graph, node_id, split_node
 from flopkb.graph.build import EVIDENCE_RELATIONS
-from flopkb.kb import KnowledgeBase, load_kb
-
-GRAPH_KB = Path(__file__).resolve().parents[1] / "fixtures" / "graph_kb"
-
-
-@cache
-def fixture_graph() -> KBGraph:
-    """The tiny KB of tests/fixtures/graph_kb, loaded once per module."""
-    kb, findings = load_kb(GRAPH_KB)
-    assert not findings, findings
-    return KBGraph.from_kb(kb)
+from flopkb.kb import KnowledgeBase
+from tests.unit.graph_fixture import fixture_graph
 
 
 def edges(relation: str) -> set[tuple[str, str]]:

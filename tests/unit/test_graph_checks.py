@@ -2,23 +2,10 @@
 
 from __future__ import annotations
 
-from functools import cache
-from pathlib import Path
-
 from flopkb.check import run_checks
 from flopkb.check.base import RULES
-from flopkb.graph import KBGraph
 from flopkb.kb import load_kb
-
-GRAPH_KB = Path(__file__).resolve().parents[1] / "fixtures" / "graph_kb"
-
-
-@cache
-def fixture_graph() -> KBGraph:
-    """The tiny KB of tests/fixtures/graph_kb, loaded once per module."""
-    kb, findings = load_kb(GRAPH_KB)
-    assert not findings, findings
-    return KBGraph.from_kb(kb)
+from tests.unit.graph_fixture import GRAPH_KB
 
 
 def test_graph_findings_on_the_fixture() -> None:

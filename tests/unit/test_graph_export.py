@@ -5,26 +5,14 @@ from __future__ import annotations
 import io
 import json
 import shutil
-from functools import cache
 from pathlib import Path
 
 import networkx as nx
 import pytest
 
-from flopkb.graph import KBGraph
 from flopkb.graph.export import dot_quote, export, to_dot
 from flopkb.graph.render import RenderError, layered_positions, neighbourhood, render
-from flopkb.kb import load_kb
-
-GRAPH_KB = Path(__file__).resolve().parents[1] / "fixtures" / "graph_kb"
-
-
-@cache
-def fixture_graph() -> KBGraph:
-    """The tiny KB of tests/fixtures/graph_kb, loaded once per module."""
-    kb, findings = load_kb(GRAPH_KB)
-    assert not findings, findings
-    return KBGraph.from_kb(kb)
+from tests.unit.graph_fixture import fixture_graph
 
 
 def test_node_link_json_round_trips() -> None:

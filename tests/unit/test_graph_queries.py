@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from functools import cache
-from pathlib import Path
-
 import pytest
 
 from flopkb.graph import (
     GraphQueryError,
-    KBGraph,
     UnknownIdError,
     affects,
     diff,
@@ -19,17 +15,7 @@ from flopkb.graph import (
     why,
 )
 from flopkb.graph.queries import latest_verdicts, parse_settings
-from flopkb.kb import load_kb
-
-GRAPH_KB = Path(__file__).resolve().parents[1] / "fixtures" / "graph_kb"
-
-
-@cache
-def fixture_graph() -> KBGraph:
-    """The tiny KB of tests/fixtures/graph_kb, loaded once per module."""
-    kb, findings = load_kb(GRAPH_KB)
-    assert not findings, findings
-    return KBGraph.from_kb(kb)
+from tests.unit.graph_fixture import fixture_graph
 
 
 def test_affects_a_quantity_reaches_claims_through_computed_quantities() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from flopkb.verify.context import Context
+from flopkb.verify.experiments import _peers
 from flopkb.verify.experiments._common import nbytes, ssd_inputs, ssd_prefix
 
 # Reference checks run on the first PREFIX steps of one sequence of the timed inputs (the
@@ -64,3 +65,15 @@ def arg_sets(ctx: Context, shape: dict[str, int], first: tuple) -> list[tuple]:
     for seed in range(1, ctx.rotations(nbytes(*first))):
         sets.append(make(ctx, shape, seed))
     return sets
+
+
+def chunked_impl(ctx: Context, chunk: int) -> tuple[Any, str]:
+    """The chunked SSD to time and its name: bundled, or mamba_ssm's under `--impl peer`."""
+    if ctx.impl == "peer":
+        return _peers.mamba_ssd()
+    k = kernels(ctx)
+
+    def ssd_fn(*args: Any) -> Any:
+        return k["chunked"].ssd_chunked(*args, chunk_size=chunk)
+
+    return ssd_fn, "bundled"

@@ -12,7 +12,7 @@ from typing import Any
 
 from flopkb.verify import stats
 from flopkb.verify.context import Context, ExperimentError
-from flopkb.verify.experiments import _peers, _ssd
+from flopkb.verify.experiments import _ssd
 from flopkb.verify.experiments._common import Judgement, Measurement, judge_ratio, point_row
 from flopkb.verify.stats import Interval, ratio_interval
 
@@ -38,18 +38,11 @@ def cpu_check(ctx: Context) -> None:
 def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     import torch
 
-    k = _ssd.kernels(ctx)
     att = ctx.load("attention", "sdpa")
     aref = ctx.load("attention", "reference")
     acost = ctx.load("attention", "cost")
     chunk = int(cond["chunk_size"])
-    impl = "bundled"
-
-    def ssd_fn(*a):
-        return k["chunked"].ssd_chunked(*a, chunk_size=chunk)
-
-    if ctx.impl == "peer":
-        ssd_fn, impl = _peers.mamba_ssd()
+    ssd_fn, impl = _ssd.chunked_impl(ctx, chunk)
     backend_ran = None
     rows = []
     for steps in QUICK if ctx.quick else FULL:

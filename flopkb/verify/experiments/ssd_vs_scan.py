@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from flopkb.verify.context import Context
-from flopkb.verify.experiments import _peers, _ssd
+from flopkb.verify.experiments import _ssd
 from flopkb.verify.experiments._common import (
     Judgement,
     Measurement,
@@ -49,18 +49,11 @@ def points(cond: dict[str, Any], quick: bool) -> list[tuple[int, int]]:
 
 
 def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
-    k = _ssd.kernels(ctx)
     scan = ctx.load("selective_scan", "scan")
     sref = ctx.load("selective_scan", "reference")
     scost = ctx.load("selective_scan", "cost")
     chunk = int(cond["chunk_size"])
-    impl = "bundled"
-
-    def ssd_fn(*a):
-        return k["chunked"].ssd_chunked(*a, chunk_size=chunk)
-
-    if ctx.impl == "peer":
-        ssd_fn, impl = _peers.mamba_ssd()
+    ssd_fn, impl = _ssd.chunked_impl(ctx, chunk)
     rows = []
     for steps, dstate in points(cond, ctx.quick):
         if not ctx.more(len(rows)):
