@@ -13,6 +13,18 @@ import tempfile
 from pathlib import Path
 
 
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+def publish_mode(tmp: Path) -> None:
+    """Give a temp file the mode a plain `open(path, "w")` would have (mkstemp makes it 0600)."""
+    with contextlib.suppress(OSError):
+        os.chmod(tmp, 0o666 & ~_umask())
+
+
 def atomic_write_text(path: Path, text: str) -> Path:
     """Write `text` to `path` atomically: temp file in the same folder, fsync, os.replace."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -23,6 +35,7 @@ def atomic_write_text(path: Path, text: str) -> Path:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        publish_mode(tmp)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

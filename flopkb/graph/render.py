@@ -20,6 +20,7 @@ from typing import Any
 
 import networkx as nx
 
+from flopkb.atomic import publish_mode
 from flopkb.graph.build import EVIDENCE_RELATIONS
 from flopkb.graph.export import KIND_COLOURS, to_dot
 from flopkb.graph.queries import KBGraph, latest_verdicts
@@ -173,6 +174,7 @@ def render(
             _matplotlib(sub, tmp, centre)
         else:
             raise RenderError(f"expected engine graphviz or matplotlib, got {engine!r}")
+        publish_mode(tmp)
         os.replace(tmp, out)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -158,3 +158,11 @@ def test_latest_verdicts_and_confirmed_on(tmp_path):
 
 def test_evidence_dir(tmp_path: Path):
     assert ev_io.evidence_dir(tmp_path) == tmp_path / "records" / "evidence"
+
+
+def test_atomic_write_gives_the_file_a_normal_mode(tmp_path):
+    target = tmp_path / "ev-e.yaml"
+    ev_io.atomic_write_text(target, "x: 1\n")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~umask
