@@ -93,12 +93,19 @@ def compare(recorded: dict[str, str], now: dict[str, str]) -> tuple[tuple[str, .
 def stale_evidence(kb) -> list[Staleness]:
     """Evidence whose experiment's kernel sources changed since it was written.
 
+    Only the newest evidence of each (claim, accelerator) counts: once `verify` has run again,
+    the older records are history, superseded rather than stale, and kept without a warning.
     `kb` is a loaded KnowledgeBase; evidence naming an unknown experiment is skipped here (rule
     FKB502 reports it). Current hashes are computed once per experiment.
     """
+    from flopkb.verify.evidence import latest
+
+    current = {ev.id for ev in latest(kb).values()}
     cache: dict[str, dict[str, str]] = {}
     out: list[Staleness] = []
     for eid, ev in sorted(kb.evidence.items()):
+        if eid not in current:
+            continue
         if not registry.experiment_exists(ev.experiment):
             continue
         if ev.experiment not in cache:

@@ -166,3 +166,23 @@ def test_atomic_write_gives_the_file_a_normal_mode(tmp_path):
     umask = os.umask(0)
     os.umask(umask)
     assert target.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_superseded_evidence_is_history_not_stale(tmp_path):
+    root = write_kb(tmp_path)
+    shutil.copytree(bundled_root() / "kernels", root / "kernels",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    folder = root / "records" / "evidence"
+    old = hashing.current_hashes(root, "ssd-vs-scan")
+    ev_io.write_evidence(_record("ev-old", "test-class/ssd-scan", "ssd-vs-scan", old), folder)
+    (root / "kernels" / "ssd" / "chunked.py").write_text("# changed\n")
+    kb, _ = load_kb(root)
+    assert [s.evidence for s in hashing.stale_evidence(kb)] == ["ev-old"]
+    new = hashing.current_hashes(root, "ssd-vs-scan")
+    later = WHEN + dt.timedelta(hours=1)
+    ev_io.write_evidence(
+        _record("ev-new", "test-class/ssd-scan", "ssd-vs-scan", new, "confirmed", later), folder
+    )
+    kb, _ = load_kb(root)
+    assert hashing.stale_evidence(kb) == []
+    assert set(kb.evidence) >= {"ev-old", "ev-new"}
