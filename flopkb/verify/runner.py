@@ -468,12 +468,14 @@ def run_gpu(kb, kb_root: Path | None, jobs: list[Job], *, quick: bool = False,
     from flopkb.verify.machine import fingerprint
 
     rank, world, local = _dist()
+    owns_group = False
     if world > 1:
         import torch.distributed as dist
 
         torch.cuda.set_device(local)
         if not dist.is_initialized():
             dist.init_process_group("nccl")
+            owns_group = True
     machine = fingerprint()
     acc = match_accelerator(kb, machine.get("gpu"))
     machine["accelerator"] = acc
@@ -503,6 +505,9 @@ def run_gpu(kb, kb_root: Path | None, jobs: list[Job], *, quick: bool = False,
 
         gathered: list[Any] | None = [None] * world if rank == 0 else None
         dist.gather_object([r.as_dict() for r in results], gathered, dst=0)
+        if owns_group:
+            # release NCCL's resources before exit (torch warns about a leak otherwise)
+            dist.destroy_process_group()
         if rank != 0:
             return machine, None
         merged = [Result(**{k: v for k, v in d.items() if k in Result.__dataclass_fields__})
