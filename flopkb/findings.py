@@ -8,8 +8,11 @@ from typing import Any
 
 
 class Severity(str, Enum):
+    """error fails a run; warning fails it under --strict; info is a report that never fails."""
+
     error = "error"
     warning = "warning"
+    info = "info"
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,12 @@ def text_line(f: Finding) -> str:
 
 def format_text(result: ValidationResult) -> str:
     lines = [text_line(f) for f in result.findings]
-    n_err, n_warn = len(result.errors), len(result.warnings)
+    n_err, n_warn, n_note = len(result.errors), len(result.warnings), len(result.notes)
     status = "ok" if result.ok else "failed"
+    notes = f", {n_note} note{'s' * (n_note != 1)}" if n_note else ""
     lines.append(
-        f"{status}: {n_err} error{'s' * (n_err != 1)}, {n_warn} warning{'s' * (n_warn != 1)} "
-        f"in {result.records} record file{'s' * (result.records != 1)}"
+        f"{status}: {n_err} error{'s' * (n_err != 1)}, {n_warn} warning{'s' * (n_warn != 1)}"
+        f"{notes} in {result.records} record file{'s' * (result.records != 1)}"
         + (" (--strict: warnings fail)" if result.strict and n_warn else "")
     )
     return "\n".join(lines) + "\n"
@@ -47,7 +48,9 @@ def github_line(f: Finding) -> str:
     props.append(f"title={_escape_property(f.rule)}")
     record = f"[{f.record}] " if f.record else ""
     hint = f" (hint: {f.hint})" if f.hint else ""
-    return f"::{f.severity.value} {','.join(props)}::{_escape_data(record + f.message + hint)}"
+    # GitHub's workflow commands are error, warning and notice
+    command = "notice" if f.severity.value == "info" else f.severity.value
+    return f"::{command} {','.join(props)}::{_escape_data(record + f.message + hint)}"
 
 
 def format_github(result: ValidationResult) -> str:

@@ -40,6 +40,11 @@ class ValidationResult:
         return [f for f in self.findings if f.severity is Severity.warning]
 
     @property
+    def notes(self) -> list[Finding]:
+        """Reports that never fail a run (a claim not applicable on a part lacking a feature)."""
+        return [f for f in self.findings if f.severity is Severity.info]
+
+    @property
     def ok(self) -> bool:
         return not self.errors and not (self.strict and self.warnings)
 
@@ -48,7 +53,7 @@ class ValidationResult:
         return 0 if self.ok else 1
 
     def as_dict(self) -> dict[str, Any]:
-        """DESIGN's JSON contract: ok, records, errors[], warnings[] (plus hint, severity)."""
+        """DESIGN's JSON contract (ok, records, errors, warnings) plus hint, severity, notes."""
 
         def row(f: Finding) -> dict[str, Any]:
             return {
@@ -61,6 +66,7 @@ class ValidationResult:
             "records": self.records,
             "errors": [row(f) for f in self.errors],
             "warnings": [row(f) for f in self.warnings],
+            "notes": [row(f) for f in self.notes],
         }
 
 

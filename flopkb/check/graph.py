@@ -18,7 +18,7 @@ ORPHAN_QUANTITY = rule(
 )  # fmt: skip
 ORPHAN_SOURCE = rule("FKB602", Severity.warning, "a source that no record cites")
 NOT_APPLICABLE = rule(
-    "FKB603", Severity.warning,
+    "FKB603", Severity.info,
     "a claim depends on a quantity that is null (unsupported) on an accelerator its class lists",
 )  # fmt: skip
 

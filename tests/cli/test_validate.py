@@ -32,7 +32,7 @@ def test_json_equals_the_library(case: Path) -> None:
 
 def test_json_contract_shape() -> None:
     data = json.loads(_run("validate", str(CASES / "invalid" / "new-figure"), "-f", "json").stdout)
-    assert set(data) == {"ok", "records", "errors", "warnings"}
+    assert set(data) == {"ok", "records", "errors", "warnings", "notes"}
     assert data["ok"] is False and data["records"] == 6
     row = data["errors"][0]
     assert {"file", "line", "column", "record", "rule", "message"} <= set(row)

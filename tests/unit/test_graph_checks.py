@@ -12,7 +12,7 @@ def test_graph_findings_on_the_fixture() -> None:
     kb, _ = load_kb(GRAPH_KB)
     found = [f for f in run_checks(kb) if f.rule.startswith("FKB6")]
     assert [(f.rule, f.record, f.severity.value) for f in found] == [
-        ("FKB603", "int4-op", "warning"),
+        ("FKB603", "int4-op", "info"),
         ("FKB601", "l2_cache_size", "warning"),
         ("FKB602", "src-orphan", "warning"),
     ]
