@@ -67,6 +67,11 @@ def size_of(value: Any) -> int:
     return int(float(text[:-1] if scale > 1 else text) * scale)
 
 
+def ratio_of(row: dict[str, Any]) -> Interval:
+    """A sweep row's ratio with its p10/p90 band (keys ratio, ratio_low, ratio_high)."""
+    return Interval(row["ratio"], row["ratio_low"], row["ratio_high"])
+
+
 def judge_ratio(primary: Interval, mag: Magnitude | None, *, what: str, unit: str = "x",
                 threshold: float = 1.0, qualitative: str) -> Judgement:
     """Read a ratio measurement against a ratio magnitude, or a qualitative one by threshold."""

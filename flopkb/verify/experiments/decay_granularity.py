@@ -12,11 +12,12 @@ from flopkb.verify.experiments._common import (
     Measurement,
     judge_ratio,
     point_row,
+    ratio_of,
     size_of,
     ssd_inputs,
     ssd_prefix,
 )
-from flopkb.verify.stats import Interval, ratio_interval
+from flopkb.verify.stats import ratio_interval
 
 DEFAULTS: dict[str, Any] = {"state_dim": 64, "head_dim": 64, "heads": 32, "tokens": 32768,
                             "seq_len": 4096, "chunk_size": 64, "pass": "forward"}
@@ -91,7 +92,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
 def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
     p = m.data["primary"]
     return judge_ratio(
-        Interval(p["ratio"], p["ratio_low"], p["ratio_high"]), mag,
+        ratio_of(p), mag,
         what=f"t(per-channel decay) / t(per-head decay), chunked, T={p['seq_len']}, "
         f"N={p['state_dim']}",
         qualitative="qualitative 'shared decay is cheaper': ratio interval above 1.05 confirms, "

@@ -8,8 +8,14 @@ from typing import Any
 
 from flopkb.verify.context import Context
 from flopkb.verify.experiments import _reduction
-from flopkb.verify.experiments._common import Judgement, Measurement, judge_ratio, point_row
-from flopkb.verify.stats import Interval, ratio_interval
+from flopkb.verify.experiments._common import (
+    Judgement,
+    Measurement,
+    judge_ratio,
+    point_row,
+    ratio_of,
+)
+from flopkb.verify.stats import ratio_interval
 
 DEFAULTS: dict[str, Any] = {"elements": 16 * 2**20}
 
@@ -55,7 +61,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
 def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
     p = m.data["primary"]
     return judge_ratio(
-        Interval(p["ratio"], p["ratio_low"], p["ratio_high"]), mag,
+        ratio_of(p), mag,
         what=f"t(fixed-order sum) / t(atomic sum), {p['elements']} fp32 elements",
         qualitative="qualitative 'has an overhead': ratio interval above 1.05 confirms, below 1 "
         "refutes",

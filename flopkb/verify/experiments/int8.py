@@ -11,8 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from flopkb.verify.context import Context
-from flopkb.verify.experiments._common import Judgement, Measurement, judge_ratio, point_row
-from flopkb.verify.stats import Interval, ratio_interval
+from flopkb.verify.experiments._common import (
+    Judgement,
+    Measurement,
+    judge_ratio,
+    point_row,
+    ratio_of,
+)
+from flopkb.verify.stats import ratio_interval
 
 DEFAULTS: dict[str, Any] = {"size": 8192}
 CHECK_ROWS = 128
@@ -86,7 +92,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
 def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
     p = m.data["primary"]
     return judge_ratio(
-        Interval(p["ratio"], p["ratio_low"], p["ratio_high"]), mag,
+        ratio_of(p), mag,
         what=f"t(INT8 emulated on bf16 MMA) / t(native INT8 MMA), same Triton kernel, "
         f"{p['size']}^3 (vs cuBLASLt: {p.get('ratio_vs_cublaslt') or float('nan'):.2f})",
         qualitative="qualitative 'native beats emulated': ratio interval above 1.05 confirms, "

@@ -9,8 +9,14 @@ from typing import Any
 
 from flopkb.verify.context import Context
 from flopkb.verify.experiments import _ssd
-from flopkb.verify.experiments._common import Judgement, Measurement, judge_ratio, point_row
-from flopkb.verify.stats import Interval, ratio_interval
+from flopkb.verify.experiments._common import (
+    Judgement,
+    Measurement,
+    judge_ratio,
+    point_row,
+    ratio_of,
+)
+from flopkb.verify.stats import ratio_interval
 
 DEFAULTS: dict[str, Any] = {"state_dim": 64, "head_dim": 64, "heads": 32, "batch": 2,
                             "chunk_size": 64, "pass": "forward"}
@@ -78,7 +84,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
 def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
     p = m.data["primary"]
     return judge_ratio(
-        Interval(p["ratio"], p["ratio_low"], p["ratio_high"]), mag,
+        ratio_of(p), mag,
         what=f"t(fastest plain PyTorch: {p['best_pytorch']}) / t(chunked kernel), "
         f"T={p['seq_len']}",
         qualitative="qualitative 'the kernel delivers the speedup': ratio interval above 1.05 "

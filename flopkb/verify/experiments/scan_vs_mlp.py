@@ -18,10 +18,11 @@ from flopkb.verify.experiments._common import (
     Measurement,
     judge_ratio,
     point_row,
+    ratio_of,
     selective_inputs,
     selective_prefix,
 )
-from flopkb.verify.stats import Interval, divide, sum_interval
+from flopkb.verify.stats import divide, sum_interval
 
 DEFAULTS: dict[str, Any] = {"d_model": 2048, "state_dim": 16, "tokens": 16384, "seq_len": 4096,
                             "pass": "forward"}
@@ -83,7 +84,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
 def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
     p = m.data["primary"]
     return judge_ratio(
-        Interval(p["ratio"], p["ratio_low"], p["ratio_high"]), mag,
+        ratio_of(p), mag,
         what=f"t(Mamba-1 layer fwd) / t(MLP layer fwd), d={cond['d_model']}, N={p['state_dim']}",
         qualitative="qualitative 'slower': ratio interval above 1.05 confirms, below 1 refutes",
     )

@@ -13,6 +13,7 @@ from flopkb.verify.experiments._common import (
     Measurement,
     judge_ratio,
     point_row,
+    ratio_of,
     size_of,
     ssd_inputs,
 )
@@ -81,10 +82,9 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
 
 def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
     p = m.data["primary"]
-    from flopkb.verify.stats import Interval
 
     return judge_ratio(
-        Interval(p["ratio"], p["ratio_low"], p["ratio_high"]), mag,
+        ratio_of(p), mag,
         what=f"t(scan schedule) / t(chunked schedule), same SSD math, T={p['seq_len']}, "
         f"N={p['state_dim']}",
         qualitative="qualitative: the scan schedule is slower on the same math — ratio interval "

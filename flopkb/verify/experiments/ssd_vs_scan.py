@@ -17,11 +17,12 @@ from flopkb.verify.experiments._common import (
     judge_ratio,
     nbytes,
     point_row,
+    ratio_of,
     selective_inputs,
     selective_prefix,
     size_of,
 )
-from flopkb.verify.stats import Interval, ratio_interval
+from flopkb.verify.stats import ratio_interval
 
 # State sizes swept beside the claim's own.
 STATE_SWEEP = (16, 128)
@@ -95,7 +96,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
 def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
     p = m.data["primary"]
     return judge_ratio(
-        Interval(p["ratio"], p["ratio_low"], p["ratio_high"]), mag,
+        ratio_of(p), mag,
         what=f"t(selective scan) / t(SSD chunked), T={p['seq_len']}, N={p['state_dim']}",
         qualitative="qualitative: SSD faster — ratio interval above 1.05 confirms, below 1 refutes",
     )
