@@ -6,26 +6,8 @@ from typing import Any
 
 from flopkb.hardware import UnknownRecord
 from flopkb.kb import KnowledgeBase
-from flopkb.model import Basis, EvidenceRecord
-
-# Evidence that matched no accelerator record is still shown, under this key.
-UNMATCHED = "unmatched"
-
-
-def latest_verdicts(kb: KnowledgeBase) -> dict[str, dict[str, str]]:
-    """claim id -> {accelerator id: verdict of the newest evidence for that claim on that part}."""
-    newest: dict[tuple[str, str], EvidenceRecord] = {}
-    for ev in kb.evidence.values():
-        if ev.claim is None:
-            continue
-        key = (ev.claim, ev.accelerator or UNMATCHED)
-        prev = newest.get(key)
-        if prev is None or (ev.timestamp, ev.id) > (prev.timestamp, prev.id):
-            newest[key] = ev
-    verdicts: dict[str, dict[str, str]] = {}
-    for (claim, acc), ev in sorted(newest.items()):
-        verdicts.setdefault(claim, {})[acc] = ev.verdict.value
-    return verdicts
+from flopkb.model import Basis
+from flopkb.verify.evidence import latest_verdicts
 
 
 def list_claims(

@@ -18,7 +18,6 @@ same value (kind, low, high, unit, bound and `at` condition).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +26,7 @@ import yaml
 from flopkb.kb import KnowledgeBase
 from flopkb.magnitude import Magnitude, MagnitudeError, parse_magnitude
 from flopkb.model import ClassRecord
+from flopkb.text import normalise
 
 _NUM = r"\d+(?:\.\d+)?"
 _QUAL = r"(?P<qual>\bup to\s+|\babout\s+|~)?"
@@ -76,13 +76,6 @@ _STOP = frozenset(
     | {"with", "by", "as", "it", "its", "than", "that", "this", "from", "so", "which", "when"}
     | {"where", "their", "there", "these", "those", "not", "no"}
 )
-
-
-def normalise(text: str) -> str:
-    """Whitespace runs to one space, typographic dashes and quotes to ASCII (as rule 1 does)."""
-    text = text.replace("\u2013", "-").replace("\u2014", "-").replace("\u2019", "'")
-    text = text.replace("\u201c", '"').replace("\u201d", '"')
-    return re.sub(r"\s+", " ", text).strip()
 
 
 def sentences(prose: str) -> list[str]:
@@ -222,11 +215,3 @@ def reproduction(kb: KnowledgeBase) -> dict[str, Any]:
         "same_quantity": same_quantity,
         "missed": missed,
     }
-
-
-def iter_effects(kb: KnowledgeBase) -> Iterator[tuple[str, str, str]]:
-    """(record id, normalised prose, proposed effect) for every proposal over the KB: for tests."""
-    for rid, record in sorted(kb.classes.items()):
-        prose = normalise(record.prose)
-        for candidate in propose(record):
-            yield rid, prose, candidate.effect

@@ -152,14 +152,15 @@ def record_files(root: Path) -> list[Path]:
 PARALLEL_MIN_FILES = 1500
 
 
-def workers_for(n_items: int, minimum: int = PARALLEL_MIN_FILES) -> int:
+def workers_for(n_items: int) -> int:
     """Processes to use: FLOPKB_WORKERS if set, else the CPUs this process may use (at most 4).
 
     1 (serial) for small jobs, where `fork` is unavailable, and in a process running other
     threads: workers inherit the loaded modules (and, for checks, the loaded KB) by forking,
     which is what makes them cheap.
     """
-    if n_items < minimum or "fork" not in multiprocessing.get_all_start_methods():
+    # read at call time, so that tests (and embedders) can lower the threshold
+    if n_items < PARALLEL_MIN_FILES or "fork" not in multiprocessing.get_all_start_methods():
         return 1
     # forking a process that runs other threads can deadlock (and warns on Python >= 3.12)
     if threading.active_count() > 1:

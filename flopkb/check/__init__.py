@@ -12,6 +12,7 @@ import importlib.util
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 
+from flopkb.check.base import CheckContext
 from flopkb.findings import Finding, Severity, sorted_findings
 from flopkb.kb import KnowledgeBase, workers_for
 
@@ -27,13 +28,14 @@ def load_checks() -> None:
             importlib.import_module(module)
 
 
-def _run_one(kb: KnowledgeBase, index: int) -> list[Finding]:
+def _run_one(ctx: CheckContext, index: int) -> list[Finding]:
     """Run CHECKS[index]; a crashing check becomes an FKB199 finding, never an exception."""
-    from flopkb.check.base import CHECKS, CheckContext
+    from flopkb.check.base import CHECKS
 
+    kb = ctx.kb
     fn = CHECKS[index]
     try:
-        return list(fn(CheckContext(kb)))
+        return list(fn(ctx))
     except Exception as exc:
         name = f"{fn.__module__}.{fn.__qualname__}"
         return [
@@ -45,13 +47,13 @@ def _run_one(kb: KnowledgeBase, index: int) -> list[Finding]:
         ]  # fmt: skip
 
 
-# The KB a forked check worker inherits (set just before the pool forks; never pickled).
-_FORKED_KB: KnowledgeBase | None = None
+# The context a forked check worker inherits (set just before the pool forks; never pickled).
+_FORKED_CTX: CheckContext | None = None
 
 
 def _run_forked(index: int) -> list[Finding]:
-    assert _FORKED_KB is not None
-    return _run_one(_FORKED_KB, index)
+    assert _FORKED_CTX is not None
+    return _run_one(_FORKED_CTX, index)
 
 
 def run_checks(kb: KnowledgeBase) -> list[Finding]:
@@ -60,22 +62,24 @@ def run_checks(kb: KnowledgeBase) -> list[Finding]:
     On a large KB the checks are spread over forked workers that inherit the loaded KB (nothing
     is pickled but the findings coming back); each check still sees the whole KB.
     """
-    global _FORKED_KB
+    global _FORKED_CTX
     load_checks()
     from flopkb.check.base import CHECKS
 
+    # one context for all checks, so what they share (the quantity evaluator) is built once
+    ctx = CheckContext(kb)
     workers = min(workers_for(len(kb.records)), len(CHECKS))
     findings: list[Finding] = []
     if workers <= 1:
         for index in range(len(CHECKS)):
-            findings += _run_one(kb, index)
+            findings += _run_one(ctx, index)
         return sorted_findings(findings)
-    _FORKED_KB = kb
+    _FORKED_CTX = ctx
     try:
         context = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
             for part in pool.map(_run_forked, range(len(CHECKS))):
                 findings += part
     finally:
-        _FORKED_KB = None
+        _FORKED_CTX = None
     return sorted_findings(findings)

@@ -9,7 +9,8 @@ FKB4xx formulas, units and hardware, FKB5xx evidence, FKB6xx graph.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from flopkb.findings import Finding, Severity
 from flopkb.kb import KnowledgeBase
@@ -35,7 +36,10 @@ def rule(code: str, severity: Severity, summary: str) -> Rule:
 
 @dataclass
 class CheckContext:
+    """What every check of one run sees: the KB, and values the checks build once and share."""
+
     kb: KnowledgeBase
+    shared: dict[str, Any] = field(default_factory=dict)
 
     def finding(
         self,

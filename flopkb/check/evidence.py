@@ -51,10 +51,14 @@ def evidence_integrity(ctx: CheckContext) -> Iterator[Finding]:
                           f"kernel sources of {stale.experiment!r} changed since this evidence "
                           f"({stale.describe()})",
                           hint="run `flopkb verify --gpu --claim ...` again on this accelerator")
-    for cid, rec, row in kb.claims():
-        if row.verify is not None and not registry.experiment_exists(row.verify.experiment):
-            idx = rec.flop.hardware_parameters.index(row)
-            yield ctx.finding(ROW_EXPERIMENT, rec.id,
-                              ("flop", "hardware_parameters", idx, "verify", "experiment"),
-                              f"{cid}: no bundled experiment {row.verify.experiment!r}",
-                              hint=f"known: {', '.join(sorted(registry.EXPERIMENTS))}")
+    for rec in kb.classes.values():
+        for idx, row in enumerate(rec.flop.hardware_parameters):
+            if row.verify is None or registry.experiment_exists(row.verify.experiment):
+                continue
+            cid = f"{rec.id}/{row.id}"
+            yield ctx.finding(
+                ROW_EXPERIMENT, rec.id,
+                ("flop", "hardware_parameters", idx, "verify", "experiment"),
+                f"{cid}: no bundled experiment {row.verify.experiment!r}",
+                hint=f"known: {', '.join(sorted(registry.EXPERIMENTS))}",
+            )

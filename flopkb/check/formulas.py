@@ -55,19 +55,21 @@ class QuantityValues(HardwareModel):
                     self._by_spec.setdefault(key, set()).add(acc_id)
         closure = self.inputs(qid)
         leaves = {name for name in closure if name not in self.formulas}
-        if not leaves or any(isinstance(self.formulas.get(n), FormulaError) for n in closure):
+        if any(isinstance(self.formulas.get(n), FormulaError) for n in closure):
             return set()
+        if not leaves:
+            # a formula of constants only: every part can (and must) evaluate it
+            return set(self.kb.accelerators)
         sets = sorted((self._by_spec.get(name, set()) for name in leaves), key=len)
         return set.intersection(*sets)
 
 
 def values_of(ctx: CheckContext) -> QuantityValues:
     """One evaluator per KB, shared by the checks that need quantity values."""
-    cached = getattr(ctx, "_quantity_values", None)
-    if cached is None or cached.kb is not ctx.kb:
-        cached = QuantityValues(ctx.kb)
-        ctx._quantity_values = cached  # type: ignore[attr-defined]
-    return cached
+    values = ctx.shared.get("quantity_values")
+    if values is None:
+        values = ctx.shared["quantity_values"] = QuantityValues(ctx.kb)
+    return values
 
 
 @check

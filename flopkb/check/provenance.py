@@ -25,8 +25,11 @@ from flopkb.check.formulas import (
 )
 from flopkb.findings import Finding, Severity
 from flopkb.formula import FormulaError
+from flopkb.kb import KnowledgeBase
 from flopkb.magnitude import MagnitudeError, parse_magnitude
-from flopkb.model import Basis, ClassRecord, EvidenceRecord, Verdict
+from flopkb.model import Basis, ClassRecord, Verdict
+from flopkb.text import normalise
+from flopkb.verify.evidence import latest
 
 NOT_VERBATIM = rule(
     "FKB201", Severity.error, "`effect` is not a verbatim span of the record's prose"
@@ -60,22 +63,8 @@ NOTHING_TO_EVALUATE = rule(
     "a `derived` row's record lists no affected accelerator to evaluate on",
 )
 
-_TRANSLATE = str.maketrans(
-    {
-        "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'",
-        "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"',
-        "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-", "\u2212": "-",
-        "\u00a0": " ", "\u202f": " ", "\u00d7": "x",
-    }
-)  # fmt: skip
-_SPACE = re.compile(r"\s+")
 _NUMBER = re.compile(r"(?<![\d.])\d+(?:\.\d+)?(?![\d])")
 _SPAN_HINT_MAX = 160
-
-
-def normalise(text: str) -> str:
-    """Typographic quotes, dashes, no-break spaces and the times sign folded; spaces squeezed."""
-    return _SPACE.sub(" ", text.translate(_TRANSLATE)).strip()
 
 
 def number_tokens(text: str) -> set[str]:
@@ -111,19 +100,20 @@ def closest_span(prose: str, effect: str) -> str:
     return best if len(best) <= _SPAN_HINT_MAX else best[: _SPAN_HINT_MAX - 3] + "..."
 
 
-def _confirmed_on(evidence: dict[str, EvidenceRecord]) -> dict[str, set[str]]:
-    """claim id -> accelerators with a `confirmed` evidence record for it."""
+def _confirmed_on(kb: KnowledgeBase) -> dict[str, set[str]]:
+    """claim id -> accelerators whose NEWEST evidence for it is `confirmed` (a later refutation
+    on the same part withdraws the confirmation)."""
     out: dict[str, set[str]] = {}
-    for ev in evidence.values():
-        if ev.claim and ev.verdict is Verdict.confirmed and ev.accelerator:
-            out.setdefault(ev.claim, set()).add(ev.accelerator)
+    for (claim, acc), ev in latest(kb).items():
+        if claim and acc and ev.verdict is Verdict.confirmed:
+            out.setdefault(claim, set()).add(acc)
     return out
 
 
 @check
 def provenance(ctx: CheckContext) -> Iterator[Finding]:
     """Rules 1, 2, 3 and 5 over every claim row of every class record."""
-    confirmed = _confirmed_on(ctx.kb.evidence)
+    confirmed = _confirmed_on(ctx.kb)
     for rid, record in sorted(ctx.kb.classes.items()):
         if record.flop.hardware_parameters:
             yield from _record(ctx, rid, record, confirmed)

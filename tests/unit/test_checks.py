@@ -10,10 +10,11 @@ import pytest
 from flopkb.check import load_checks, run_checks
 from flopkb.check.base import CHECKS, RULES
 from flopkb.check.formulas import MissingInput, NotApplicable, QuantityValues
-from flopkb.check.provenance import closest_span, has_size, normalise, number_tokens
+from flopkb.check.provenance import closest_span, has_size, number_tokens
 from flopkb.findings import Severity
 from flopkb.formula import FormulaError, parse_formula
 from flopkb.kb import load_kb
+from flopkb.text import normalise
 from flopkb.validate import validate
 
 SMALL_KB = Path(__file__).resolve().parents[1] / "cases" / "valid" / "small-kb"
@@ -104,3 +105,28 @@ def test_parallel_checks_equal_serial(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("flopkb.kb.PARALLEL_MIN_FILES", 1)
     monkeypatch.setattr("flopkb.check.workers_for", lambda n: 2)
     assert run_checks(kb) == serial
+
+
+def test_a_crash_is_reported_when_validating_given_files_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    load_checks()
+
+    def broken(ctx):
+        raise ZeroDivisionError("boom")
+
+    monkeypatch.setattr("flopkb.check.base.CHECKS", [*CHECKS, broken])
+    one_file = SMALL_KB / "records" / "classes" / "mamba2-ssd.yaml"
+    result = validate([one_file])
+    assert [f.rule for f in result.errors] == ["FKB199"]
+    assert not result.ok
+
+
+def test_a_formula_of_constants_is_evaluated_too(tmp_path: Path) -> None:
+    shutil.copytree(SMALL_KB, tmp_path / "kb")
+    ridge = tmp_path / "kb/records/quantities/ridge_point_bf16.yaml"
+    ridge.write_text(
+        ridge.read_text().replace("formula: bf16_tensor_flops / hbm_bandwidth", "formula: 1 / 0")
+    )
+    codes = [f.rule for f in validate(tmp_path / "kb").errors]
+    assert "FKB404" in codes

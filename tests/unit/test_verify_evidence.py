@@ -186,3 +186,18 @@ def test_superseded_evidence_is_history_not_stale(tmp_path):
     kb, _ = load_kb(root)
     assert hashing.stale_evidence(kb) == []
     assert set(kb.evidence) >= {"ev-old", "ev-new"}
+
+
+def test_a_later_refutation_withdraws_a_confirmation_for_rule_3(tmp_path):
+    from flopkb.check.provenance import _confirmed_on
+
+    root = write_kb(tmp_path)
+    folder = root / "records" / "evidence"
+    claim, exp = "test-class/int8", "int8-native-vs-emulated"
+    ev_io.write_evidence(_record("ev-1", claim, exp, {"a": "b"}, "confirmed"), folder)
+    kb, _ = load_kb(root)
+    assert _confirmed_on(kb) == {claim: {"h200-sxm"}}
+    later = WHEN + dt.timedelta(hours=1)
+    ev_io.write_evidence(_record("ev-2", claim, exp, {"a": "b"}, "refuted", later), folder)
+    kb, _ = load_kb(root)
+    assert _confirmed_on(kb) == {}
