@@ -116,7 +116,8 @@ def verify(
             results = runner.run_cpu(root, jobs, extra, on_event=on_event)
         payload = {"machine": None, "results": [r.as_dict() for r in broken + results],
                    "duration_s": round(time.monotonic() - started, 2)}
-        failed = any(not c.get("ok") for r in results for c in (r.cpu_check or []))
+        # a claim linking an unknown experiment (`broken`) fails the plan as it fails a GPU run
+        failed = bool(broken) or any(not c.get("ok") for r in results for c in (r.cpu_check or []))
         _report(payload, fmt, plan_mode=True)
         raise typer.Exit(1 if failed else 0)
     if not runner.gpu_available():

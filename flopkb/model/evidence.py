@@ -6,7 +6,7 @@ import datetime as dt
 from enum import Enum
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import AwareDatetime, Field, field_validator
 
 from flopkb.model.base import Kind, NonEmpty, RecordBase, RecordId, Strict
 
@@ -63,6 +63,12 @@ class EvidenceRecord(RecordBase):
         default_factory=list, description="per-point results over the swept axis"
     )
     command: NonEmpty
-    timestamp: dt.datetime
+    timestamp: AwareDatetime = Field(description="when it ran, with a UTC offset (stored as UTC)")
     duration_s: float | None = None
     artifacts: list[str] = Field(default_factory=list, description="plots beside this file")
+
+    @field_validator("timestamp")
+    @classmethod
+    def _as_utc(cls, value: dt.datetime) -> dt.datetime:
+        # one time zone, so evidence from many machines orders correctly (also as ISO text)
+        return value.astimezone(dt.timezone.utc)

@@ -53,13 +53,22 @@ def kernel_files(kb_root: Path | None, experiment: str) -> list[str]:
     return sorted(files)
 
 
-def current_hashes(kb_root: Path | None, experiment: str) -> dict[str, str]:
-    """sha256 of each kernel source `experiment` runs, as they are now ("missing" if absent)."""
+def current_hashes(
+    kb_root: Path | None, experiment: str, memo: dict[Path, str] | None = None
+) -> dict[str, str]:
+    """sha256 of each kernel source `experiment` runs, as they are now ("missing" if absent).
+
+    `memo` (path -> digest) lets a caller that hashes many experiments read each file once:
+    most share folders such as ssd/.
+    """
     folder = kernels_dir(kernels_root(kb_root))
+    memo = {} if memo is None else memo
     hashes: dict[str, str] = {}
     for rel in kernel_files(kb_root, experiment):
         path = folder / rel
-        hashes[rel] = sha256_file(path) if path.is_file() else MISSING
+        if path not in memo:
+            memo[path] = sha256_file(path) if path.is_file() else MISSING
+        hashes[rel] = memo[path]
     return hashes
 
 
@@ -102,6 +111,7 @@ def stale_evidence(kb) -> list[Staleness]:
 
     current = {ev.id for ev in latest(kb).values()}
     cache: dict[str, dict[str, str]] = {}
+    digests: dict[Path, str] = {}
     out: list[Staleness] = []
     for eid, ev in sorted(kb.evidence.items()):
         if eid not in current:
@@ -109,7 +119,7 @@ def stale_evidence(kb) -> list[Staleness]:
         if not registry.experiment_exists(ev.experiment):
             continue
         if ev.experiment not in cache:
-            cache[ev.experiment] = current_hashes(kb.root, ev.experiment)
+            cache[ev.experiment] = current_hashes(kb.root, ev.experiment, digests)
         changed, added, removed = compare(dict(ev.kernel_hashes), cache[ev.experiment])
         if changed or added or removed:
             out.append(Staleness(eid, ev.experiment, changed, added, removed))

@@ -201,3 +201,18 @@ def test_a_later_refutation_withdraws_a_confirmation_for_rule_3(tmp_path):
     ev_io.write_evidence(_record("ev-2", claim, exp, {"a": "b"}, "refuted", later), folder)
     kb, _ = load_kb(root)
     assert _confirmed_on(kb) == {}
+
+
+def test_evidence_timestamps_need_an_offset_and_are_kept_in_utc():
+    from pydantic import ValidationError
+
+    (path, *_) = sorted((bundled_root() / "records" / "evidence").glob("ev-*.yaml"))
+    data = yaml.safe_load(path.read_text())
+    data["timestamp"] = "2026-11-30T08:00:00+05:00"
+    assert EvidenceRecord.model_validate(data).timestamp == dt.datetime(
+        2026, 11, 30, 3, 0, tzinfo=dt.timezone.utc
+    )
+    data["timestamp"] = "2026-11-30T08:00:00"
+    # a naive time cannot be ordered against the others: a finding, never a crash later
+    with pytest.raises(ValidationError, match="timezone"):
+        EvidenceRecord.model_validate(data)
