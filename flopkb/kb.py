@@ -7,6 +7,7 @@ findings of loading and structure. Cross-record checks run on the result (`flopk
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import multiprocessing
 import os
@@ -211,15 +212,23 @@ def load_files(
     """
     kb = KnowledgeBase(root=root, limits=limits or Limits())
     findings: list[Finding] = []
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         for doc in _documents(list(paths), kb.limits):
             _add(kb, doc, findings)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
     return kb, findings
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic GC while many long-lived objects are built (loading, graph building):
+    they hold no reference cycles, and each collection pass would rescan them all."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _add(kb: KnowledgeBase, doc: Document, findings: list[Finding]) -> None:

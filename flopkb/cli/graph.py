@@ -273,13 +273,10 @@ def status(ctx: typer.Context, fmt: FormatOption = OutputFormat.text) -> None:
 
     def section(
         title: str,
-        rows: list[dict[str, Any]] | None,
+        rows: list[dict[str, Any]],
         cols: list[str],
         cell: Callable[[dict[str, Any]], list[str]],
     ) -> None:
-        if rows is None:
-            console.print(f"[bold]{title}[/]: unknown (stale detection unavailable)")
-            return
         if not rows:
             console.print(f"[bold]{title}[/]: none")
             return

@@ -32,21 +32,13 @@ References that do not resolve are left out of the graph and listed in `graph.gr
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import networkx as nx
 
-from flopkb.kb import KnowledgeBase
+from flopkb.kb import KnowledgeBase, gc_paused
 from flopkb.model import (
-    AcceleratorRecord,
-    ClassRecord,
-    EvidenceRecord,
-    QuantityRecord,
-    SourceRecord,
     Verdict,
 )
 
@@ -79,23 +71,14 @@ def build_graph(kb: KnowledgeBase) -> nx.DiGraph:
     # The build allocates ~10^5 small dicts in one burst; with 10^4 loaded records alive, the
     # cyclic GC would rescan the whole heap several times meanwhile (half the build time at 10^4
     # records, measured). Nothing built here is a reference cycle, so collection can wait.
-    with _gc_paused():
+    with gc_paused():
         return _build(kb)
 
 
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _build(kb: KnowledgeBase) -> nx.DiGraph:
-    classes, accelerators, quantities, sources, evidence = _split(kb)
+    classes, accelerators = dict(sorted(kb.classes.items())), dict(sorted(kb.accelerators.items()))
+    quantities, sources = dict(sorted(kb.quantities.items())), dict(sorted(kb.sources.items()))
+    evidence = dict(sorted(kb.evidence.items()))
     nodes: dict[str, dict[str, Any]] = {}
     # (u, v) -> attributes; nodes and edges are collected first and added to networkx in bulk.
     edges: dict[tuple[str, str], dict[str, Any]] = {}
@@ -187,26 +170,6 @@ def _build(kb: KnowledgeBase) -> nx.DiGraph:
     g.add_nodes_from(nodes.items())
     g.add_edges_from((u, v, d) for (u, v), d in edges.items())
     return g
-
-
-def _split(
-    kb: KnowledgeBase,
-) -> tuple[
-    dict[str, ClassRecord],
-    dict[str, AcceleratorRecord],
-    dict[str, QuantityRecord],
-    dict[str, SourceRecord],
-    dict[str, EvidenceRecord],
-]:
-    """One pass over the records (the KB's per-kind properties each scan all of them)."""
-    out: tuple[dict[str, Any], ...] = ({}, {}, {}, {}, {})
-    order = (ClassRecord, AcceleratorRecord, QuantityRecord, SourceRecord, EvidenceRecord)
-    for rid, record in sorted(kb.records.items()):
-        for i, cls in enumerate(order):
-            if isinstance(record, cls):
-                out[i][rid] = record
-                break
-    return out  # type: ignore[return-value]
 
 
 # Formula inputs without building an AST: identifiers not glued to a number (`1e12` has no name).

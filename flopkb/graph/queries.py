@@ -20,11 +20,11 @@ import networkx as nx
 
 from flopkb.formula import FormulaError, parse_formula
 from flopkb.graph.build import EVIDENCE_RELATIONS, KINDS, build_graph, node_id, split_node
-from flopkb.graph.staleness import stale_evidence
 from flopkb.graph.values import PartValues, Value, ratio
 from flopkb.hardware import HardwareModel, hw_compare
 from flopkb.kb import KnowledgeBase
 from flopkb.model import QuantityRecord
+from flopkb.verify.hashing import stale_evidence
 
 Edge = dict[str, str]
 # Verdicts that say something about the number; error, not-run and not-applicable runs do not.
@@ -348,10 +348,6 @@ def why(kg: KBGraph, class_id: str, on: str | None = None) -> dict[str, Any]:
     }
 
 
-def _claims_on(kg: KBGraph, quantity: str) -> list[str]:
-    return sorted(_bare(c) for c in _dependents(kg, node_id("quantity", quantity))[1])
-
-
 def diff(kg: KBGraph, a: str, b: str) -> dict[str, Any]:
     """What differs from part `a` to part `b`.
 
@@ -361,8 +357,9 @@ def diff(kg: KBGraph, a: str, b: str) -> dict[str, Any]:
     """
     na, nb = (_bare(kg.resolve(x, ("accelerator",))) for x in (a, b))
     result = hw_compare(kg.kb, na, nb, kg.model)
+    # hw_compare already names, per dependent claim, the differing inputs it goes `via`
     for row in result["quantities"]:
-        row["claims"] = _claims_on(kg, row["quantity"]) if row["differs"] else []
+        row["claims"] = sorted(c["claim"] for c in result["claims"] if row["quantity"] in c["via"])
     result["classes"] = sorted({c["claim"].split("/", 1)[0] for c in result["claims"]})
     return result
 
@@ -468,8 +465,7 @@ def path(kg: KBGraph, a: str, b: str) -> dict[str, Any]:
 def status(kg: KBGraph) -> dict[str, Any]:
     """Claims that are unverified, stale, contradicted or not applicable.
 
-    stale: claims with evidence whose kernel sources changed since it ran (None when the verify
-    package's staleness detection is not available: unknown, not "nothing stale").
+    stale: claims whose newest evidence ran kernel sources that changed since (verify decides).
     contradicted: the latest measuring evidence on some accelerator refuted the claim.
     """
     unverified, contradicted = [], []
@@ -493,20 +489,17 @@ def status(kg: KBGraph) -> dict[str, Any]:
                     "evidence": [refuted[a]["evidence"] for a in sorted(refuted)],
                 }
             )
-    stale_ids = stale_evidence(kg.kb)
-    stale = None
-    if stale_ids is not None:
-        by_claim: dict[str, list[dict[str, str]]] = {}
-        for ev, reason in sorted(stale_ids.items()):
-            node = node_id("evidence", ev)
-            claim = kg.g.nodes[node].get("claim") if node in kg.g else None
-            if claim:
-                by_claim.setdefault(claim, []).append({"evidence": ev, "reason": reason})
-        stale = [{"claim": c, "evidence": evs} for c, evs in sorted(by_claim.items())]
+    by_claim: dict[str, list[dict[str, str]]] = {}
+    for item in sorted(stale_evidence(kg.kb), key=lambda s: s.evidence):
+        node = node_id("evidence", item.evidence)
+        claim = kg.g.nodes[node].get("claim") if node in kg.g else None
+        if claim:
+            by_claim.setdefault(claim, []).append(
+                {"evidence": item.evidence, "reason": item.describe()}
+            )
     return {
         "unverified": unverified,
-        "stale": stale,
-        "stale_detection": stale_ids is not None,
+        "stale": [{"claim": c, "evidence": evs} for c, evs in sorted(by_claim.items())],
         "contradicted": contradicted,
         "not_applicable": [{"claim": c, "accelerators": a} for c, a in not_applicable(kg).items()],
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 import shutil
@@ -10,9 +11,11 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
+from flopkb.graph import KBGraph
 from flopkb.graph.export import dot_quote, export, to_dot
 from flopkb.graph.render import RenderError, layered_positions, neighbourhood, render
-from tests.unit.graph_fixture import fixture_graph
+from flopkb.kb import load_kb
+from tests.unit.graph_fixture import GRAPH_KB, fixture_graph
 
 
 def test_node_link_json_round_trips() -> None:
@@ -21,7 +24,15 @@ def test_node_link_json_round_trips() -> None:
     assert set(back.nodes) == set(g.nodes)
     assert set(back.edges(data="relation")) == set(g.edges(data="relation"))
     assert back.nodes["claim:scan-op/ridge-claim"]["conditions"] == {}
-    assert export(g, "json") == export(g, "json")
+
+
+def test_export_does_not_depend_on_the_order_records_were_loaded() -> None:
+    kb, _ = load_kb(GRAPH_KB)
+    reversed_kb = copy.copy(kb)
+    reversed_kb.records = dict(reversed(list(kb.records.items())))
+    assert list(reversed_kb.records) != list(kb.records)
+    for fmt in ("json", "graphml", "dot"):
+        assert export(KBGraph.from_kb(reversed_kb).g, fmt) == export(fixture_graph().g, fmt)
 
 
 def test_graphml_round_trips_with_non_scalars_as_json() -> None:

@@ -286,17 +286,6 @@ def test_status() -> None:
     # The bw evidence names a real experiment with made-up kernel hashes: stale, except the old
     # h100 record, which the newer one supersedes (history, not stale). The int4 evidence names
     # no known experiment, so the verify package cannot call it stale.
-    assert result["stale_detection"] is True
     assert [(s["claim"], [e["evidence"] for e in s["evidence"]]) for s in result["stale"]] == [
         ("int4-op/bw-claim", ["ev-bw-a100", "ev-bw-h100-new"]),
     ]
-
-
-def test_status_says_unknown_when_stale_detection_is_missing(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from flopkb.graph import staleness
-
-    monkeypatch.setattr(staleness, "PROVIDER", ("flopkb.no_such_module", "stale_evidence"))
-    result = status(fixture_graph())
-    assert result["stale"] is None and result["stale_detection"] is False
