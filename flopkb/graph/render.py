@@ -9,18 +9,15 @@ rank per kind); otherwise matplotlib (the optional `flopkb[plot]` extra) draws t
 
 from __future__ import annotations
 
-import contextlib
-import os
 import shutil
 import subprocess
-import tempfile
 from collections import deque
 from pathlib import Path
 from typing import Any
 
 import networkx as nx
 
-from flopkb.atomic import publish_mode
+from flopkb.atomic import atomic_path
 from flopkb.graph.build import EVIDENCE_RELATIONS
 from flopkb.graph.export import KIND_COLOURS, to_dot
 from flopkb.graph.queries import KBGraph, latest_verdicts
@@ -163,23 +160,13 @@ def render(
     sub = _styled(kg, nodes)
     if engine is None:
         engine = "graphviz" if shutil.which("dot") else "matplotlib"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.stem}.", suffix=out.suffix, dir=out.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
+    if engine not in {"graphviz", "matplotlib"}:
+        raise RenderError(f"expected engine graphviz or matplotlib, got {engine!r}")
+    with atomic_path(out) as tmp:
         if engine == "graphviz":
             _graphviz(sub, tmp)
-        elif engine == "matplotlib":
-            _matplotlib(sub, tmp, centre)
         else:
-            raise RenderError(f"expected engine graphviz or matplotlib, got {engine!r}")
-        publish_mode(tmp)
-        os.replace(tmp, out)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        raise
+            _matplotlib(sub, tmp, centre)
     return {
         "out": str(out),
         "engine": engine,

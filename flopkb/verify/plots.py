@@ -15,6 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from flopkb.atomic import atomic_path
+
 
 def render(spec: dict[str, Any], rows: list[dict[str, Any]], path: Path, title: str) -> Path | None:
     """Draw `spec` over `rows` into `path` (PNG); None when matplotlib is not installed."""
@@ -75,12 +77,9 @@ def render(spec: dict[str, Any], rows: list[dict[str, Any]], path: Path, title: 
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.png")
     try:
-        fig.savefig(tmp)
-        tmp.replace(path)
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp)
     finally:
         plt.close(fig)
-        tmp.unlink(missing_ok=True)
     return path

@@ -138,9 +138,14 @@ def not_applicable(kb, acc_id: str | None, target: Target) -> str | None:
         return "the GPU matched no accelerator record"
     if acc_id not in target.record.affected_by_hardware:
         return f"{acc_id} is not in {target.record.id}'s affected_by_hardware"
+    from flopkb.hardware import HardwareModel, claim_inputs
+
     acc = kb.accelerators.get(acc_id)
     info = registry.get(target.row.verify.experiment)
-    for quantity in (target.row.quantity, *info.needs):
+    # the row's quantity closed over computed quantities (and a derived row's formula), as the
+    # validator's FKB603 reads it, plus what the experiment itself needs from the part
+    needed = claim_inputs(HardwareModel(kb), target.row) | set(info.needs)
+    for quantity in sorted(needed):
         spec = acc.specs.get(quantity) if acc else None
         if spec is not None and spec.value is None:
             return f"{acc_id} has no {quantity}" + (f" ({spec.note})" if spec.note else "")
