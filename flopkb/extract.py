@@ -201,9 +201,12 @@ def reproduction(kb: KnowledgeBase) -> dict[str, Any]:
     plus how many of the reproduced rows also got the bundled quantity guessed right."""
     total = reproduced = same_quantity = 0
     missed: list[str] = []
+    by_record: dict[str, list[Candidate]] = {}
     for claim_id, record, row in kb.claims():
+        if record.id not in by_record:
+            by_record[record.id] = propose(record)
         total += 1
-        hits = [c for c in propose(record) if reproduces(c, row.effect, row.magnitude)]
+        hits = [c for c in by_record[record.id] if reproduces(c, row.effect, row.magnitude)]
         if hits:
             reproduced += 1
             same_quantity += any(c.quantity == row.quantity for c in hits)

@@ -179,12 +179,12 @@ def _measured(kb: KnowledgeBase, acc_id: str) -> dict[str, dict[str, Any]]:
     for ev in kb.evidence.values():
         if ev.claim is None and ev.accelerator == acc_id and ev.measured is not None:
             prev = latest.get(ev.experiment)
-            if prev is None or ev.timestamp > prev.timestamp:
+            if prev is None or (ev.timestamp, ev.id) > (prev.timestamp, prev.id):
                 latest[ev.experiment] = ev
     return {
         exp: {
-            "value": ev.measured.value if ev.measured else None,
-            "unit": ev.measured.unit if ev.measured else None,
+            "value": ev.measured.value,
+            "unit": ev.measured.unit,
             "evidence": ev.id,
             "timestamp": ev.timestamp.isoformat(),
         }

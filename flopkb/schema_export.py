@@ -14,27 +14,18 @@ from typing import Annotated, Any
 from pydantic import Field, TypeAdapter
 
 from flopkb.atomic import atomic_write_text
-from flopkb.model import (
-    CURRENT_SCHEMA_VERSION,
-    AcceleratorRecord,
-    ClassRecord,
-    EvidenceRecord,
-    QuantityRecord,
-    SourceRecord,
-)
+from flopkb.model import CURRENT_SCHEMA_VERSION, MODEL_BY_KIND, ClassRecord, Record
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
+# One schema per record kind; operator and model share the class schema (named by its folder).
 PER_KIND: dict[str, type] = {
-    "class": ClassRecord,
-    "accelerator": AcceleratorRecord,
-    "quantity": QuantityRecord,
-    "source": SourceRecord,
-    "evidence": EvidenceRecord,
+    ("class" if model is ClassRecord else kind.value): model
+    for kind, model in MODEL_BY_KIND.items()
 }
 
 
-def _finish(schema: dict[str, Any], name: str, title: str) -> dict[str, Any]:
+def _finish(schema: dict[str, Any], title: str) -> dict[str, Any]:
     return {
         "$schema": DRAFT,
         "title": title,
@@ -47,16 +38,13 @@ def _finish(schema: dict[str, Any], name: str, title: str) -> dict[str, Any]:
 def generate() -> dict[str, str]:
     """File name -> file text of every schema file (stable key order, trailing newline)."""
     out: dict[str, dict[str, Any]] = {}
-    union = Annotated[
-        ClassRecord | AcceleratorRecord | QuantityRecord | SourceRecord | EvidenceRecord,
-        Field(discriminator="kind"),
-    ]
+    union = Annotated[Record, Field(discriminator="kind")]
     out["record.schema.json"] = _finish(
-        TypeAdapter(union).json_schema(mode="validation"), "record", "flopkb record (any kind)"
+        TypeAdapter(union).json_schema(mode="validation"), "flopkb record (any kind)"
     )
     for name, model in PER_KIND.items():
         out[f"{name}.schema.json"] = _finish(
-            model.model_json_schema(mode="validation"), name, f"flopkb {name} record"
+            model.model_json_schema(mode="validation"), f"flopkb {name} record"
         )
     return {
         name: json.dumps(schema, indent=2, ensure_ascii=False) + "\n"

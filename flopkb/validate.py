@@ -55,18 +55,12 @@ class ValidationResult:
     def as_dict(self) -> dict[str, Any]:
         """DESIGN's JSON contract (ok, records, errors, warnings) plus hint, severity, notes."""
 
-        def row(f: Finding) -> dict[str, Any]:
-            return {
-                "file": f.file, "line": f.line, "column": f.column, "record": f.record,
-                "rule": f.rule, "message": f.message, "hint": f.hint, "severity": f.severity.value,
-            }  # fmt: skip
-
         return {
             "ok": self.ok,
             "records": self.records,
-            "errors": [row(f) for f in self.errors],
-            "warnings": [row(f) for f in self.warnings],
-            "notes": [row(f) for f in self.notes],
+            "errors": [f.as_dict() for f in self.errors],
+            "warnings": [f.as_dict() for f in self.warnings],
+            "notes": [f.as_dict() for f in self.notes],
         }
 
 
@@ -82,6 +76,14 @@ def _targets(paths: Sequence[Path]) -> tuple[list[Path], list[Path]]:
     """(files to report on, files to load) for the given roots, folders and files."""
     report: list[Path] = []
     load: list[Path] = []
+    walked: dict[Path, list[Path]] = {}
+
+    def kb_files(root: Path) -> list[Path]:
+        # a pre-commit hook passes many files of one KB: walk that KB once, not once per file
+        if root not in walked:
+            walked[root] = record_files(root)
+        return walked[root]
+
     for path in paths:
         if not path.exists():
             raise ValidationInputError(f"no such file or folder: {path}")
@@ -90,11 +92,11 @@ def _targets(paths: Sequence[Path]) -> tuple[list[Path], list[Path]]:
             report += files
             # a folder inside a KB's records/ (e.g. records/classes): resolve against the whole KB
             root = _kb_root_of(Path(os.path.abspath(path)))
-            load += record_files(root) if root is not None else files
+            load += kb_files(root) if root is not None else files
         elif path.suffix in RECORD_SUFFIXES:
             report.append(path)
             root = _kb_root_of(Path(os.path.abspath(path)))
-            load += record_files(root) if root is not None else [path]
+            load += kb_files(root) if root is not None else [path]
         else:
             raise ValidationInputError(
                 f"not a YAML record file ({'/'.join(RECORD_SUFFIXES)}): {path}"

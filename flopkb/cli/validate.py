@@ -16,11 +16,8 @@ from flopkb.report import FORMATTERS
 from flopkb.validate import ValidationInputError
 from flopkb.validate import validate as validate_paths
 
-
-class ValidateFormat(str, Enum):
-    text = "text"
-    json = "json"
-    github = "github"
+# One choice per formatter, so a new format needs one edit (in flopkb/report.py).
+ValidateFormat = Enum("ValidateFormat", {name: name for name in FORMATTERS}, type=str)
 
 
 def validate(

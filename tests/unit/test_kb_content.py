@@ -9,6 +9,7 @@ import pytest
 from flopkb.kb import KnowledgeBase, load_kb
 from flopkb.paths import bundled_root
 from flopkb.validate import validate
+from flopkb.verify.runner import match_accelerator
 
 # CLAIMS.md id -> the rows that carry it, with the basis each must have.
 CLAIMS: dict[str, list[tuple[str, str]]] = {
@@ -216,6 +217,8 @@ def test_match_maps_device_names_to_one_record(
         if any(re.search(p, device_name, re.IGNORECASE) for p in acc.match)
     ]
     assert hits == ([expected] if expected else [])
+    # and verify's own matcher, the one that decides which record a GPU's evidence names
+    assert match_accelerator(kb, device_name) == expected
 
 
 def test_sources_leave_unknown_identifiers_empty(kb: KnowledgeBase) -> None:
