@@ -101,10 +101,10 @@ def closest_span(prose: str, effect: str) -> str:
 
 
 def _confirmed_on(kb: KnowledgeBase) -> dict[str, set[str]]:
-    """claim id -> accelerators whose NEWEST evidence for it is `confirmed` (a later refutation
-    on the same part withdraws the confirmation)."""
+    """claim id -> accelerators whose newest measurement of it is `confirmed` (a later refutation
+    on the same part withdraws the confirmation; a later error does not)."""
     out: dict[str, set[str]] = {}
-    for (claim, acc), ev in latest(kb).items():
+    for (claim, acc), ev in latest(kb, measuring_only=True).items():
         if claim and acc and ev.verdict is Verdict.confirmed:
             out.setdefault(claim, set()).add(acc)
     return out

@@ -24,11 +24,11 @@ from flopkb.graph.values import PartValues, Value, ratio
 from flopkb.hardware import HardwareModel, hw_compare
 from flopkb.kb import KnowledgeBase
 from flopkb.model import QuantityRecord
+from flopkb.verify.evidence import MEASURING
 from flopkb.verify.hashing import stale_evidence
 
 Edge = dict[str, str]
 # Verdicts that say something about the number; error, not-run and not-applicable runs do not.
-MEASURING = frozenset({"confirmed", "refuted", "inconclusive"})
 
 
 class GraphQueryError(ValueError):

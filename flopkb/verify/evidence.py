@@ -77,11 +77,23 @@ def write_evidence(record: EvidenceRecord, folder: Path) -> Path:
     return atomic_write_text(folder / f"{record.id}.yaml", to_yaml(record))
 
 
-def latest(kb, claim: str | None = None) -> dict[tuple[str | None, str | None], EvidenceRecord]:
-    """Latest evidence per (claim, accelerator), optionally for one claim."""
+# Verdicts that measured something; error, not-run and not-applicable did not.
+MEASURING = frozenset({"confirmed", "refuted", "inconclusive"})
+
+
+def latest(
+    kb, claim: str | None = None, *, measuring_only: bool = False
+) -> dict[tuple[str | None, str | None], EvidenceRecord]:
+    """Latest evidence per (claim, accelerator), optionally for one claim.
+
+    `measuring_only` skips runs that measured nothing (an out-of-memory error does not withdraw
+    an earlier confirmation; a later refutation does).
+    """
     best: dict[tuple[str | None, str | None], EvidenceRecord] = {}
     for ev in kb.evidence.values():
         if claim is not None and ev.claim != claim:
+            continue
+        if measuring_only and ev.verdict.value not in MEASURING:
             continue
         key = (ev.claim, ev.accelerator)
         if key not in best or (ev.timestamp, ev.id) > (best[key].timestamp, best[key].id):

@@ -216,3 +216,16 @@ def test_evidence_timestamps_need_an_offset_and_are_kept_in_utc():
     # a naive time cannot be ordered against the others: a finding, never a crash later
     with pytest.raises(ValidationError, match="timezone"):
         EvidenceRecord.model_validate(data)
+
+
+def test_a_later_error_does_not_withdraw_a_confirmation(tmp_path):
+    from flopkb.check.provenance import _confirmed_on
+
+    root = write_kb(tmp_path)
+    folder = root / "records" / "evidence"
+    claim, exp = "test-class/int8", "int8-native-vs-emulated"
+    ev_io.write_evidence(_record("ev-1", claim, exp, {"a": "b"}, "confirmed"), folder)
+    later = WHEN + dt.timedelta(hours=1)
+    ev_io.write_evidence(_record("ev-2", claim, exp, {"a": "b"}, "error", later), folder)
+    kb, _ = load_kb(root)
+    assert _confirmed_on(kb) == {claim: {"h200-sxm"}}
