@@ -70,6 +70,7 @@ EXPERIMENTS: dict[str, ExperimentInfo] = {
             "(the scan schedule is slower on the same math), refuted when it lies below 1",
             sweep="state size N in {64, 128} x sequence length",
             time_limit_s=35,
+            sides=(Side("schedules", ("bundled", "fla")),),
         ),
         ExperimentInfo(
             name="ssd-vs-scan",
@@ -120,6 +121,7 @@ EXPERIMENTS: dict[str, ExperimentInfo] = {
             criterion="qualitative 'shared decay is cheaper': ratio interval above 1 + tolerance",
             sweep="state size N in {64, 128} x sequence length",
             time_limit_s=30,
+            sides=(Side("kernels", ("bundled", "fla")),),
         ),
         ExperimentInfo(
             name="roofline-efficiency",
@@ -181,6 +183,7 @@ EXPERIMENTS: dict[str, ExperimentInfo] = {
             "(ratio interval <= 1 + tol), refuted when clearly slower",
             sweep="chunk size Q in {32, 64, 128, 256} x state size",
             time_limit_s=30,
+            sides=(Side("ssd", ("bundled", "mamba_ssm")),),
         ),
         ExperimentInfo(
             name="kernel-vs-pytorch",
@@ -193,6 +196,7 @@ EXPERIMENTS: dict[str, ExperimentInfo] = {
             "1 + tolerance",
             sweep="sequence length",
             time_limit_s=30,
+            sides=(SSD_SIDE, Side("pytorch", ("torch",))),
         ),
         ExperimentInfo(
             name="gemm-ruggedness",
