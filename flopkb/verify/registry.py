@@ -94,8 +94,8 @@ EXPERIMENTS: dict[str, ExperimentInfo] = {
             "crossover length where the ratio crosses 1 (log-log interpolation)",
             criterion="'crossover at L': crossover interval inside [L/sqrt2, L*sqrt2]; "
             "'Rx at L': ratio at L vs R widened by the tolerance",
-            sweep="sequence length 512 .. 16K at fixed batch*length",
-            time_limit_s=45,
+            sweep="sequence length 512 .. 16K at fixed batch*length; each also as a training step",
+            time_limit_s=90,
             sides=(SSD_SIDE, Side("attention", ("sdpa",))),
         ),
         ExperimentInfo(
@@ -107,8 +107,8 @@ EXPERIMENTS: dict[str, ExperimentInfo] = {
             measures="time ratio t(in_proj + scan + out_proj) / t(MLP up + down), forward, "
             "d_model d, expand 2, MLP 4d",
             criterion="qualitative 'slower': ratio interval above 1 + tolerance",
-            sweep="state size N in {16, 64}",
-            time_limit_s=25,
+            sweep="state size N in {16, 64}; forward and forward+backward",
+            time_limit_s=45,
             sides=(SCAN_SIDE, Side("mlp", ("cublas",))),
         ),
         ExperimentInfo(
