@@ -52,6 +52,7 @@ FORWARD_VARIANTS: dict[str, dict[str, Any]] = {
     "sp_tile_bd_half_w2": {"sp_tile": True, "block_d_scale": 0.5, "num_warps": 2},
     "sp_tile_bd_double_w8": {"sp_tile": True, "block_d_scale": 2.0, "num_warps": 8},
     "sp_tile_w8": {"sp_tile": True, "num_warps": 8},
+    "sp_tile_bd_quarter_w1": {"sp_tile": True, "block_d_scale": 0.25, "num_warps": 1},
     "plain_loop": {"unroll": 1, "transpose_bc": False},
 }
 
@@ -112,7 +113,8 @@ def _ss_fwd_kernel(
             dl, dlu = _delta_prep(c_dl, c_u, b_bias, HAS_BIAS, SOFTPLUS)
             b_h, b_y = _y_step(b_h, dl, dlu, c_u, c_B, c_C, b_A2, b_D)
             tl.store(p_y + t * s_ut, b_y.to(ty), mask=mask_d)
-            if CKPT > 0:
+            # Nested: the constexpr test must prune the branch before `% CKPT` is built.
+            if CKPT > 0:  # noqa: SIM102
                 if ((t + 1) % CKPT == 0) & (t + 1 < T):
                     tl.store(p_ck + ((t + 1) // CKPT - 1) * DIM * N, b_h, mask=mask_dn)
     else:
@@ -149,7 +151,8 @@ def _ss_fwd_kernel(
             offs = t + tl.arange(0, 4)
             tl.store(p_y[:, None] + offs[None, :] * s_ut, _join4(y0, y1, y2, y3, BLOCK_D).to(ty),
                      mask=mask_d[:, None] & (offs < T)[None, :])
-            if CKPT > 0:
+            # Nested: the constexpr test must prune the branch before `% CKPT` is built.
+            if CKPT > 0:  # noqa: SIM102
                 if ((t + 4) % CKPT == 0) & (t + 4 < T):
                     tl.store(p_ck + ((t + 4) // CKPT - 1) * DIM * N, b_h, mask=mask_dn)
 
@@ -300,7 +303,7 @@ def selective_scan(
     transpose_bc: bool = True,
     time_major: bool = False,
     unroll: int = 4,
-    sp_tile: bool = True,
+    sp_tile: bool | None = None,
     out: torch.Tensor | None = None,
     backward: dict[str, Any] | None = None,
 ) -> torch.Tensor:
@@ -321,7 +324,9 @@ def selective_scan(
     per-step access coalesced. The copies are part of the call and of its measured time.
     `unroll=4` runs 4 steps per loop iteration with the next 4 steps' loads in flight and moves
     u, delta and y as [BLOCK_D, 4] tiles; `sp_tile` (with unroll=4) prepares softplus(delta +
-    bias) and delta*u on those tiles. `block_d_scale` scales the default channel block.
+    bias) and delta*u on those tiles (default: when there is a bias or softplus, whose per-step
+    cost it cuts; without them it only adds a layout conversion). `block_d_scale` scales the
+    default channel block.
     """
     check_args(u, delta, A, Bm, Cm, Dskip, delta_bias)
     if schedule not in ("sequential", "assoc"):
@@ -330,7 +335,8 @@ def selective_scan(
         raise ValueError(f"expected unroll 1 or 4, got {unroll}")
     fwd = {"schedule": schedule, "block_d": block_d, "block_d_scale": block_d_scale,
            "block_t": block_t, "num_warps": num_warps, "transpose_bc": transpose_bc,
-           "time_major": time_major, "unroll": unroll, "sp_tile": sp_tile}
+           "time_major": time_major, "unroll": unroll,
+           "sp_tile": (delta_softplus or delta_bias is not None) if sp_tile is None else sp_tile}
     inputs = (u, delta, A, Bm, Cm, Dskip, delta_bias)
     if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in inputs):
         if schedule != "sequential":
