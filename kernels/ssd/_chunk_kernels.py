@@ -7,8 +7,13 @@ sequence for the quadratic form), kept in log2 units so every decay is one exp2.
   shared by all heads of the group.
 - `_chunk_state_kernel`: per (batch, chunk, head), the segment cumsum `cs` and, optionally, the
   chunk's own end state S_c = sum_s exp(cs_last - cs_s) dt_s x_s B_s^T  ([P, N], tensor cores).
+  With REVERSE (backward), the gradient its outputs send to the chunk's start state instead:
+  dH_c = sum_i exp(cs_i) dy_i C_i^T (x -> dy, B -> C), and cs is not stored again.
 - `_state_passing_kernel`: per (batch, head, slice of the state), the recurrence across chunks,
-  h_c = exp(cs_last(c-1)) h_{c-1} + S_{c-1}, writing the state each chunk starts from.
+  h_c = exp(cs_last(c-1)) h_{c-1} + S_{c-1}, writing the state each chunk starts from. With
+  REVERSE (backward) the same recurrence runs from the last chunk down on dH, g_c = dH_c +
+  exp(cs_last(c)) g_{c+1}, writing g_{c+1} (the gradient of chunk c's end state S_c) and the
+  slice's share of <g_{c+1}, h_{c+1}> (the gradient of cs_last(c), see `_bwd_kernels.py`).
 - `_chunk_scan_kernel`: per (batch, chunk, head, block of rows), the output
   y_i = exp(cs_i) C_i h_c  +  sum_{j<=i in chunk} (C_i . B_j) exp(cs_i - cs_j) dt_j x_j  +  D x_i,
   tiled like flash attention over column blocks j; C_i . B_j comes from `_chunk_bmm_kernel` (or is
@@ -37,6 +42,7 @@ def _chunk_state_kernel(
     T, H, P, N, HEADS_PER_GROUP, CHUNK, NCHUNKS,
     COMPUTE_STATE: tl.constexpr, DOT_PREC: tl.constexpr, UPCAST_DOT: tl.constexpr,
     BLOCK_K: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_N: tl.constexpr,
+    REVERSE: tl.constexpr = False,
 ):
     # Heads vary fastest across programs: neighbours share the chunk's B rows in L2.
     pid_bh = tl.program_id(0)
@@ -60,11 +66,16 @@ def _chunk_state_kernel(
         b_dt = tl.load(dt_ptr + (i_b * T + offs_t) * H + i_h, mask=mask_t, other=0.0)
         b_dt = b_dt.to(tl.float32)
         b_cs = b_run + tl.cumsum(b_dt * b_a, axis=0)
-        tl.store(cs_ptr + pid_bh.to(tl.int64) * T + offs_t, b_cs, mask=mask_t)
+        if not REVERSE:
+            tl.store(cs_ptr + pid_bh.to(tl.int64) * T + offs_t, b_cs, mask=mask_t)
         b_new = b_run + tl.sum(b_dt * b_a, axis=0)
         if COMPUTE_STATE:
-            # Block-level recurrence keeps every exponent <= 0: S <- exp(block decay) S + input.
-            b_w = b_dt * tl.exp2(b_new - b_cs)
+            if REVERSE:
+                # dH weights exp(cs_i) <= 1: no rescaling needed.
+                b_w = tl.exp2(b_cs)
+            else:
+                # Block-level recurrence keeps every exponent <= 0: S <- exp(block decay) S + in.
+                b_w = b_dt * tl.exp2(b_new - b_cs)
             b_x = tl.load(
                 x_ptr + ((i_b * T + offs_t[:, None]) * H + i_h) * P + offs_p[None, :],
                 mask=mask_t[:, None] & mask_p[None, :], other=0.0,
@@ -75,7 +86,12 @@ def _chunk_state_kernel(
             )
             # Weight x (P wide) rather than B (N wide); B goes to the dot as loaded.
             b_xw = (b_x.to(tl.float32) * b_w[:, None]).to(b_x.dtype)
-            b_S = b_S * tl.exp2(b_new - b_run) + _dot(tl.trans(b_xw), b_B, DOT_PREC, UPCAST_DOT)
+            if REVERSE:
+                b_S += _dot(tl.trans(b_xw), b_B.to(b_x.dtype), DOT_PREC, UPCAST_DOT)
+            else:
+                b_S = b_S * tl.exp2(b_new - b_run) + _dot(
+                    tl.trans(b_xw), b_B, DOT_PREC, UPCAST_DOT
+                )
         b_run = b_new
     if COMPUTE_STATE:
         p_S = (
@@ -87,9 +103,9 @@ def _chunk_state_kernel(
 
 @triton.jit
 def _state_passing_kernel(
-    states_ptr, cs_ptr, out_ptr,
+    states_ptr, cs_ptr, out_ptr, hstart_ptr, lpart_ptr,
     T, H, PN, CHUNK, NCHUNKS,
-    BLOCK: tl.constexpr,
+    BLOCK: tl.constexpr, REVERSE: tl.constexpr = False,
 ):
     pid = tl.program_id(0)
     pid_bh = tl.program_id(1)
@@ -99,23 +115,37 @@ def _state_passing_kernel(
     mask = offs < PN
     p_cs = cs_ptr + pid_bh.to(tl.int64) * T
     b_h = tl.zeros([BLOCK], dtype=tl.float32)
-    # Prefetch chunk c+1's state and decay while chunk c is combined: the loads do not depend on
-    # the carried state, so only the FMA chain is serial.
-    n_s = tl.load(states_ptr + (i_b * NCHUNKS * H + i_h) * PN + offs, mask=mask, other=0.0)
-    n_cs = tl.load(p_cs + tl.minimum(CHUNK, T) - 1)
-    for c in range(NCHUNKS):
+    # Prefetch the next chunk's state and decay while this one is combined: the loads do not
+    # depend on the carried state, so only the FMA chain is serial.
+    c_first = NCHUNKS - 1 if REVERSE else 0
+    n_s = tl.load(states_ptr + ((i_b * NCHUNKS + c_first) * H + i_h) * PN + offs, mask=mask,
+                  other=0.0)
+    n_cs = tl.load(p_cs + tl.minimum((c_first + 1) * CHUNK, T) - 1)
+    for k in range(NCHUNKS):
+        c = NCHUNKS - 1 - k if REVERSE else k
         b_s = n_s
         b_decay = tl.exp2(n_cs)
-        c_next = (c + 1) % NCHUNKS
+        if REVERSE:
+            c_next = (c + NCHUNKS - 1) % NCHUNKS
+        else:
+            c_next = (c + 1) % NCHUNKS
         n_s = tl.load(
             states_ptr + ((i_b * NCHUNKS + c_next) * H + i_h) * PN + offs, mask=mask, other=0.0
         )
         n_cs = tl.load(p_cs + tl.minimum((c_next + 1) * CHUNK, T) - 1)
-        # Stored in x's dtype: chunk_scan rounds the state to it for the tensor-core dot anyway.
+        # Stored in x's dtype: the next stage rounds it to that for its tensor-core dot anyway.
         tl.store(
             out_ptr + ((i_b * NCHUNKS + c) * H + i_h) * PN + offs,
             b_h.to(out_ptr.dtype.element_ty), mask=mask,
         )
+        if REVERSE:
+            # This slice's share of <g_{c+1}, h_{c+1}>; h_{c+1} is the forward's start state.
+            # The last chunk has g = 0, so any finite state (its own) may stand in for h_{nc}.
+            c_h = tl.minimum(c + 1, NCHUNKS - 1)
+            b_hn = tl.load(hstart_ptr + ((i_b * NCHUNKS + c_h) * H + i_h) * PN + offs,
+                           mask=mask, other=0.0)
+            tl.store(lpart_ptr + (pid_bh.to(tl.int64) * NCHUNKS + c) * tl.num_programs(0) + pid,
+                     tl.sum(b_h * b_hn.to(tl.float32), axis=0))
         b_h = b_decay * b_h + b_s
 
 

@@ -132,7 +132,7 @@ def ssd_chunked_stages(
 
     def state_passing() -> None:
         _state_passing_kernel[(triton.cdiv(pn, sp_block), s.batch * s.heads)](
-            states, cs, start_states, s.steps, s.heads, pn, chunk_size, nchunks,
+            states, cs, start_states, states, states, s.steps, s.heads, pn, chunk_size, nchunks,
             BLOCK=sp_block, num_warps=4,
         )
 
