@@ -12,11 +12,14 @@ passing, `_state_passing_kernel` with REVERSE):
 - dCB_ij = sum_{h in g} (dy_i . x_j) exp(cs_i - cs_j) dt_j            (per group, [Q, Q])
 - dC_i   = sum_{j<=i} dCB_ij B_j + sum_{h in g} exp(cs_i) h_c^T dy_i
 - dB_j   = sum_{i>=j} dCB_ij C_i + sum_{h in g} dt_j exp(cs_last - cs_j) g_{c+1}^T x_j
-- dcs_t  = R_t - dt_t (x_t . dxr_t) + [t = last] <g_{c+1}, h_{c+1}>, where
+- dcs_t  = R_t - dt_t x_t . dxr_t + [t = last] (exp(cs_last) <g_{c+1}, h_c> + sum_s V_s), where
   R_i    = dy_i . (y_i - D x_i) = exp(cs_i) dy_i . (h_c C_i) + sum_{j<=i} W_ij,
-  W_ij   = (dy_i . x_j) CB_ij exp(cs_i - cs_j) dt_j. The pairs (i, j) inside [t, end] cancel in
-  the reverse cumsum below, so it sums only the pairs that cross t, as the chain rule wants.
-- da_t   = sum_{s>=t in chunk} dcs_s   (a_t = dt_t A, cs = cumsum a);
+  W_ij   = (dy_i . x_j) CB_ij exp(cs_i - cs_j) dt_j,  V_s = dt_s x_s . (end-state part of dxr_s),
+  sum_s V_s = <g_{c+1}, S_c>. In the reverse cumsum below the pairs (i, j) inside [t, end] cancel,
+  and the V terms are summed directly as sum_{s<t} V_s, so no term of the end-state gradient is
+  added at the chunk's end only to be taken off again (that cancellation cost bf16 dA digits):
+- da_t   = sum_{s>=t} (R_s - dt_s x_s . dxr_s + V_s) + exp(cs_last) <g_{c+1}, h_c> + sum_{s<t} V_s
+  (a_t = dt_t A, cs = cumsum a, sums within the chunk);
   ddt_t  = x_t . dxr_t + A da_t;  dA = sum_t dt_t da_t;  dD = sum dy . x.
 
 Kernels (launch order): `_bwd_dx_kernel` (dx, x . dxr, dD partials; per head),
@@ -37,12 +40,13 @@ from ._chunk_kernels import _dot
 @triton.jit
 def _bwd_dx_kernel(
     x_ptr, dt_ptr, B_ptr, D_ptr, cs_ptr, ds_ptr, cb_ptr, dy_ptr,
-    dx_ptr, dxr_ptr, dd_ptr,
+    dx_ptr, dxr_ptr, xv_ptr, dd_ptr,
     T, H, P, N, HEADS_PER_GROUP, CHUNK, NCHUNKS, ROW_BLOCKS,
     HAS_D: tl.constexpr, DOT_PREC: tl.constexpr, UPCAST_DOT: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
-    """Per (batch, head) x (chunk, block of source rows j): dx_j and x_j . dxr_j."""
+    """Per (batch, head) x (chunk, block of source rows j): dx_j, x_j . dxr_j and the end-state
+    part of the latter alone."""
     # Heads vary fastest across programs: neighbours share B rows and CB tiles in L2.
     pid_bh = tl.program_id(0)
     pid1 = tl.program_id(1)
@@ -77,6 +81,10 @@ def _bwd_dx_kernel(
     # The end state's gradient reaches row j through exp(cs_last - cs_j) <= 1.
     acc = _dot(b_B.to(DT), tl.trans(b_ds.to(DT)), DOT_PREC, UPCAST_DOT)
     acc = acc * tl.exp2(b_cs_last - b_cs_j)[:, None]
+    p_xj = ((i_b * T + offs_j[:, None]) * H + i_h) * P + offs_p[None, :]
+    mask_jp = mask_j[:, None] & mask_p[None, :]
+    b_x = tl.load(x_ptr + p_xj, mask=mask_jp, other=0.0).to(tl.float32)
+    tl.store(xv_ptr + pid_bh.to(tl.int64) * T + offs_j, tl.sum(acc * b_x, axis=1), mask=mask_j)
     p_cb = cb_ptr + ((i_b * NCHUNKS + i_c) * G + i_g) * CHUNK * CHUNK
     n_rows = tl.minimum(CHUNK, T - t_chunk)
     for i in range(i_m, tl.cdiv(n_rows, BLOCK_M)):
@@ -94,9 +102,6 @@ def _bwd_dx_kernel(
         seg = tl.where(keep, b_cs_i[:, None] - b_cs_j[None, :], float("-inf"))
         b_m = tl.where(keep, b_cb * tl.exp2(seg), 0.0)
         acc += _dot(tl.trans(b_m.to(DT)), b_dy, DOT_PREC, UPCAST_DOT)
-    p_xj = ((i_b * T + offs_j[:, None]) * H + i_h) * P + offs_p[None, :]
-    mask_jp = mask_j[:, None] & mask_p[None, :]
-    b_x = tl.load(x_ptr + p_xj, mask=mask_jp, other=0.0).to(tl.float32)
     b_dt = tl.load(dt_ptr + (i_b * T + offs_j) * H + i_h, mask=mask_j, other=0.0).to(tl.float32)
     b_dx = acc * b_dt[:, None]
     if HAS_D:
@@ -183,11 +188,16 @@ def _bwd_dcb_kernel(
                 x_ptr + ((i_b * T + offs_j[:, None]) * H + i_h) * P + offs_p[None, :],
                 mask=mask_j[:, None] & mask_p[None, :], other=0.0,
             )
-            b_d = _dot(b_dy, tl.trans(b_x.to(DT)), DOT_PREC, UPCAST_DOT)
+            b_dyx = _dot(b_dy, tl.trans(b_x.to(DT)), DOT_PREC, UPCAST_DOT)
             seg = tl.where(keep, b_cs_i[:, None] - b_cs_j[None, :], float("-inf"))
-            b_d = b_d * tl.exp2(seg) * b_dt.to(tl.float32)[None, :]
-            b_tile += b_d
-            b_r += tl.where(offs_hh[:, None] == hh, tl.sum(b_d * b_cb, axis=1)[None, :], 0.0)
+            b_e = tl.exp2(seg)
+            b_dtj = b_dt.to(tl.float32)[None, :]
+            b_tile += b_dyx * b_e * b_dtj
+            # R takes M_ij rounded exactly as `_bwd_dx_kernel` rounds it for its dot: the pairs
+            # that cancel in da then cancel to fp32 rounding, not to the dot dtype's.
+            b_m = (b_cb * b_e).to(DT).to(tl.float32)
+            b_w = tl.sum(b_dyx * b_m * b_dtj, axis=1)
+            b_r += tl.where(offs_hh[:, None] == hh, b_w[None, :], 0.0)
         tl.store(p_dcb + rows[:, None] * CHUNK + cols[None, :],
                  b_tile.to(dcb_ptr.dtype.element_ty),
                  mask=(rows < CHUNK)[:, None] & (cols < CHUNK)[None, :])
@@ -277,7 +287,7 @@ def _bwd_dbc_kernel(
 
 @triton.jit
 def _bwd_ddt_kernel(
-    dt_ptr, A_ptr, dxr_ptr, r_ptr, lpart_ptr, ddt_ptr, da_ptr,
+    dt_ptr, A_ptr, dxr_ptr, xv_ptr, r_ptr, lpart_ptr, ddt_ptr, da_ptr,
     T, H, CHUNK, NCHUNKS, NLPART,
     BLOCK_Q: tl.constexpr, BLOCK_L: tl.constexpr,
 ):
@@ -296,9 +306,10 @@ def _bwd_ddt_kernel(
     offs_l = tl.arange(0, BLOCK_L)
     b_l = tl.sum(tl.load(lpart_ptr + (pid_bh.to(tl.int64) * NCHUNKS + i_c) * NLPART + offs_l,
                          mask=offs_l < NLPART, other=0.0), axis=0)
+    b_v = b_dt * tl.load(xv_ptr + base + offs_t, mask=mask, other=0.0)
     last = tl.minimum(CHUNK, T - i_c * CHUNK) - 1
-    b_dcs = b_r - b_dt * b_xdx + tl.where(offs == last, b_l, 0.0)
-    b_da = tl.cumsum(b_dcs, axis=0, reverse=True)
+    b_dcs = b_r - b_dt * b_xdx + b_v + tl.where(offs == last, b_l, 0.0)
+    b_da = tl.cumsum(b_dcs, axis=0, reverse=True) + (tl.cumsum(b_v, axis=0) - b_v)
     b_a = tl.load(A_ptr + i_h).to(tl.float32)
     tl.store(ddt_ptr + (i_b * T + offs_t) * H + i_h,
              (b_xdx + b_a * b_da).to(ddt_ptr.dtype.element_ty), mask=mask)

@@ -13,7 +13,7 @@ sequence for the quadratic form), kept in log2 units so every decay is one exp2.
   h_c = exp(cs_last(c-1)) h_{c-1} + S_{c-1}, writing the state each chunk starts from. With
   REVERSE (backward) the same recurrence runs from the last chunk down on dH, g_c = dH_c +
   exp(cs_last(c)) g_{c+1}, writing g_{c+1} (the gradient of chunk c's end state S_c) and the
-  slice's share of <g_{c+1}, h_{c+1}> (the gradient of cs_last(c), see `_bwd_kernels.py`).
+  slice's share of exp(cs_last(c)) <g_{c+1}, h_c> (part of dL/dcs_last, `_bwd_kernels.py`).
 - `_chunk_scan_kernel`: per (batch, chunk, head, block of rows), the output
   y_i = exp(cs_i) C_i h_c  +  sum_{j<=i in chunk} (C_i . B_j) exp(cs_i - cs_j) dt_j x_j  +  D x_i,
   tiled like flash attention over column blocks j; C_i . B_j comes from `_chunk_bmm_kernel` (or is
@@ -139,13 +139,11 @@ def _state_passing_kernel(
             b_h.to(out_ptr.dtype.element_ty), mask=mask,
         )
         if REVERSE:
-            # This slice's share of <g_{c+1}, h_{c+1}>; h_{c+1} is the forward's start state.
-            # The last chunk has g = 0, so any finite state (its own) may stand in for h_{nc}.
-            c_h = tl.minimum(c + 1, NCHUNKS - 1)
-            b_hn = tl.load(hstart_ptr + ((i_b * NCHUNKS + c_h) * H + i_h) * PN + offs,
+            # This slice's share of exp(cs_last) <g_{c+1}, h_c>, h_c the forward's start state.
+            b_hc = tl.load(hstart_ptr + ((i_b * NCHUNKS + c) * H + i_h) * PN + offs,
                            mask=mask, other=0.0)
             tl.store(lpart_ptr + (pid_bh.to(tl.int64) * NCHUNKS + c) * tl.num_programs(0) + pid,
-                     tl.sum(b_h * b_hn.to(tl.float32), axis=0))
+                     b_decay * tl.sum(b_h * b_hc.to(tl.float32), axis=0))
         b_h = b_decay * b_h + b_s
 
 

@@ -3,7 +3,7 @@
 Launch order (kernels in `_bwd_kernels.py` and, with REVERSE, `_chunk_kernels.py`):
 1. dstate        (tensor cores) dH_c = sum_i exp(cs_i) dy_i C_i^T per (chunk, head);
 2. state_passing (no matmul)    the reverse recurrence g_c = dH_c + exp(cs_last) g_{c+1}, writing
-                                g_{c+1} (dL/dS_c) and the <g_{c+1}, h_{c+1}> partials;
+                                g_{c+1} (dL/dS_c) and exp(cs_last) <g_{c+1}, h_c> partials;
 3. dx            (tensor cores) dx and x . dxr per head;
 4. dcb           (tensor cores) dCB per group, R per head, the state part of dC;
 5. dbc           (tensor cores) dB and dC per group;
@@ -67,6 +67,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
 }
 
 
+def _buffer(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """An uninitialised buffer; the tests patch this to fill with NaN so that an element no kernel
+    writes (or one read before it is written) shows in the gradients."""
+    return torch.empty(shape, dtype=dtype, device=device)
+
+
 def _head_split(want: int | None, heads_per_group: int, programs: int) -> int:
     if want is not None:
         if want < 1 or heads_per_group % want:
@@ -112,7 +118,7 @@ def ssd_chunked_backward(
     f32 = torch.float32
     tune = {"num_warps": cfg.num_warps, "num_stages": cfg.num_stages}
 
-    dh = torch.empty(s.batch, nchunks, s.heads, s.headdim, s.dstate, dtype=f32, device=dev)
+    dh = _buffer((s.batch, nchunks, s.heads, s.headdim, s.dstate), f32, dev)
     _chunk_state_kernel[(bh, nchunks)](
         dy, dt, A, Cm, dh, cs,
         s.steps, s.heads, s.headdim, s.dstate, hpg, chunk_size, nchunks,
@@ -122,20 +128,21 @@ def ssd_chunked_backward(
     pn = s.headdim * s.dstate
     sp_block = min(1024, triton.next_power_of_2(pn))
     n_sp = triton.cdiv(pn, sp_block)
-    ds = torch.empty_like(dh, dtype=x.dtype)
-    lpart = torch.empty(bh, nchunks, n_sp, dtype=f32, device=dev)
+    ds = _buffer(dh.shape, x.dtype, dev)
+    lpart = _buffer((bh, nchunks, n_sp), f32, dev)
     _state_passing_kernel[(n_sp, bh)](
         dh, cs, ds, start_states, lpart, s.steps, s.heads, pn, chunk_size, nchunks,
         BLOCK=sp_block, REVERSE=True, num_warps=4,
     )
     del dh
 
-    dx = torch.empty_like(x)
-    dxr = torch.empty(s.batch, s.heads, s.steps, dtype=f32, device=dev)
-    dd_part = torch.empty(bh, nchunks * row_blocks, dtype=f32, device=dev)
+    dx = _buffer(x.shape, x.dtype, dev)
+    dxr = _buffer((s.batch, s.heads, s.steps), f32, dev)
+    xv = _buffer((s.batch, s.heads, s.steps), f32, dev)
+    dd_part = _buffer((bh, nchunks * row_blocks), f32, dev)
     _bwd_dx_kernel[(bh, nchunks * row_blocks)](
         x, dt, Bm, Dskip if Dskip is not None else A, cs, ds, cb, dy,
-        dx, dxr, dd_part,
+        dx, dxr, xv, dd_part,
         s.steps, s.heads, s.headdim, s.dstate, hpg, chunk_size, nchunks, row_blocks,
         HAS_D=Dskip is not None, DOT_PREC=prec, UPCAST_DOT=upcast,
         BLOCK_M=bm, BLOCK_P=bp, BLOCK_N=bn, **tune,
@@ -144,10 +151,9 @@ def ssd_chunked_backward(
     split = _head_split(cfg.head_split, hpg, s.batch * s.groups * nchunks * row_blocks)
     hpp = hpg // split
     # dCB partials are rounded to x's dtype (the dbc dots take them in that dtype anyway).
-    dcb = torch.empty(s.batch, nchunks, split, s.groups, chunk_size, chunk_size,
-                      dtype=x.dtype, device=dev)
-    dcp = torch.empty(s.batch, s.steps, split, s.groups, s.dstate, dtype=f32, device=dev)
-    r = torch.empty(s.batch, s.heads, s.steps, dtype=f32, device=dev)
+    dcb = _buffer((s.batch, nchunks, split, s.groups, chunk_size, chunk_size), x.dtype, dev)
+    dcp = _buffer((s.batch, s.steps, split, s.groups, s.dstate), f32, dev)
+    r = _buffer((s.batch, s.heads, s.steps), f32, dev)
     _bwd_dcb_kernel[(s.batch * s.groups * split, nchunks * row_blocks)](
         x, dt, Cm, cs, start_states, cb, dy,
         dcb, dcp, r,
@@ -155,8 +161,8 @@ def ssd_chunked_backward(
         DOT_PREC=prec, UPCAST_DOT=upcast,
         BLOCK_M=bm, BLOCK_P=bp, BLOCK_N=bn, BLOCK_H=triton.next_power_of_2(hpp), **tune,
     )
-    dB = torch.empty_like(Bm)
-    dC = torch.empty_like(Cm)
+    dB = _buffer(Bm.shape, Bm.dtype, dev)
+    dC = _buffer(Cm.shape, Cm.dtype, dev)
     _bwd_dbc_kernel[(s.batch * s.groups, nchunks * row_blocks)](
         x, dt, Bm, Cm, cs, ds, dcb, dcp,
         dB, dC,
@@ -165,10 +171,10 @@ def ssd_chunked_backward(
     )
     del dcb, dcp
 
-    ddt = torch.empty_like(dt)
-    da_part = torch.empty(s.batch, s.heads, nchunks, dtype=f32, device=dev)
+    ddt = _buffer(dt.shape, dt.dtype, dev)
+    da_part = _buffer((s.batch, s.heads, nchunks), f32, dev)
     _bwd_ddt_kernel[(bh, nchunks)](
-        dt, A, dxr, r, lpart, ddt, da_part,
+        dt, A, dxr, xv, r, lpart, ddt, da_part,
         s.steps, s.heads, chunk_size, nchunks, n_sp,
         BLOCK_Q=chunk_size, BLOCK_L=triton.next_power_of_2(n_sp), num_warps=4,
     )
@@ -189,6 +195,9 @@ class SSDChunkedFn(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, dt, A, Bm, Cm, Dskip, chunk_size, fwd, bwd):  # type: ignore[override]
+        shape = check_ssd_args(x, dt, A, Bm, Cm, Dskip, None)
+        # A bad backward tiling fails here, before the forward's work, not in backward().
+        _head_split(bwd.head_split, shape.heads // shape.groups, 1)
         run = ssd_chunked_stages(
             x, dt, A, Bm, Cm, Dskip, chunk_size,
             block_m=fwd.block_m, num_warps=fwd.num_warps, num_stages=fwd.num_stages,

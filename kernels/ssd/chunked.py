@@ -169,7 +169,22 @@ def ssd_chunked(
 ) -> torch.Tensor:
     """Chunked SSD forward. x [B, T, H, P]; dt [B, T, H] (>0); A [H] fp32 (<0);
     Bm, Cm [B, T, G, N]; Dskip [H] fp32; chunk_size in 16..256 (powers of two).
-    Returns y [B, T, H, P] in x's dtype; `out` (optional) receives it."""
+    Returns y [B, T, H, P] in x's dtype; `out` (optional) receives it.
+
+    When grad mode is on and an input requires grad, this runs as `backward.ssd_chunked_fn`
+    (the bundled Triton backward, default backward tiling); otherwise nothing is saved."""
+    if torch.is_grad_enabled() and any(
+        t is not None and t.requires_grad for t in (x, dt, A, Bm, Cm, Dskip)
+    ):
+        if out is not None:
+            raise ValueError("expected out=None when an input requires grad, got an out buffer")
+        # Imported here: backward.py builds on this module.
+        from .backward import ssd_chunked_fn
+
+        return ssd_chunked_fn(
+            x, dt, A, Bm, Cm, Dskip, chunk_size,
+            block_m=block_m, num_warps=num_warps, num_stages=num_stages,
+        )
     run = ssd_chunked_stages(
         x, dt, A, Bm, Cm, Dskip, chunk_size,
         block_m=block_m, num_warps=num_warps, num_stages=num_stages, out=out,
