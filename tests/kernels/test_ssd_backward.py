@@ -164,3 +164,31 @@ def test_gpu_bf16_gradients_every_variant(kernels):
         _, grads = _kernel_grads(lambda *a, _kw=kw: ssd_chunked_fn(*a, **_kw), args, dy)
         for n, g, w in zip(NAMES, grads, want, strict=True):
             assert rel(g, w) < GRAD_BOUND[torch.bfloat16], (name, n)
+
+
+def test_saved_bytes_is_what_the_autograd_function_keeps(kernels, device):
+    from flopkb_kernels.ssd import cost
+    from flopkb_kernels.ssd.backward import ssd_chunked_fn
+
+    args = [t.requires_grad_() for t in _inputs(device, BWD_SHAPE)]
+    y = ssd_chunked_fn(*args, chunk_size=16)
+    saved = y.grad_fn.saved_tensors
+    inputs = {id(t) for t in args}
+    extra = sum(t.numel() * t.element_size() for t in saved if id(t) not in inputs)
+    b, t, h, p, g, n = (BWD_SHAPE[k] for k in ("batch", "steps", "heads", "headdim", "groups",
+                                                 "dstate"))
+    assert extra == cost.saved_bytes(b, t, h, p, n, 16, groups=g, x_bytes=4)
+
+
+def test_backward_flops_count_the_causal_pairs(kernels):
+    from flopkb_kernels.ssd import cost
+
+    b, t, h, p, n, q = 2, 37, 3, 5, 7, 16
+    pairs = sum(1 for c0 in range(0, t, q) for i in range(c0, min(c0 + q, t))
+                for j in range(c0, i + 1))
+    chunks = -(-t // q)
+    want = b * h * (4 * (p + n) * pairs + 8 * t * p * n + 4 * chunks * p * n + 4 * t * p)
+    assert cost.backward_flops(b, t, h, p, n, q, has_d=True) == want
+    assert cost.training_flops(b, t, h, p, n, q, has_d=True) == (
+        want + cost.flops("chunked", b, t, h, p, n, q, has_d=True)
+    )
