@@ -24,11 +24,10 @@ from typing import Any
 import torch
 import triton
 
-from ._args import check_ssd_args
+from ._args import check_chunk_size, check_ssd_args
 from ._bwd_kernels import _bwd_dbc_kernel, _bwd_dcb_kernel, _bwd_ddt_kernel, _bwd_dx_kernel
 from ._chunk_kernels import _chunk_state_kernel, _state_passing_kernel
 from .chunked import (
-    _check_chunk,
     dot_dim,
     dot_precision,
     ssd_chunked_stages,
@@ -103,8 +102,7 @@ def ssd_chunked_backward(
     """Gradients (dx, ddt, dA, dB, dC, dD) of `ssd_chunked` given dy [B, T, H, P] and what its
     forward wrote: cs [B, H, T] fp32, cb [B, nc, G, Q, Q] fp32, start_states [B, nc, H, P, N].
     dD is None without Dskip. dx, ddt, dB, dC come in their input's dtype, dA and dD in fp32."""
-    _check_chunk(chunk_size)
-    s = check_ssd_args(x, dt, A, Bm, Cm, Dskip, dy)
+    s = check_ssd_args(x, dt, A, Bm, Cm, Dskip, dy, chunk_size=chunk_size)
     nchunks = triton.cdiv(s.steps, chunk_size)
     bp, bn = dot_dim(s.headdim), dot_dim(s.dstate)
     bm = min(chunk_size, cfg.block_m)
@@ -131,7 +129,7 @@ def ssd_chunked_backward(
     ds = _buffer(dh.shape, x.dtype, dev)
     lpart = _buffer((bh, nchunks, n_sp), f32, dev)
     _state_passing_kernel[(n_sp, bh)](
-        dh, cs, ds, start_states, lpart, s.steps, s.heads, pn, chunk_size, nchunks,
+        dh, cs, ds, start_states, lpart, s.steps, s.heads, s.dstate, pn, chunk_size, nchunks,
         BLOCK=sp_block, REVERSE=True, num_warps=4,
     )
     del dh
@@ -236,6 +234,6 @@ def ssd_chunked_fn(
 ) -> torch.Tensor:
     """`ssd_chunked` (same arguments and result) as an autograd op: `y.backward(dy)` fills the
     gradients of x, dt, A, Bm, Cm and Dskip with the bundled backward kernels; `bwd` tiles those."""
-    _check_chunk(chunk_size)
+    check_chunk_size(chunk_size)
     fwd = _FwdConfig(block_m, num_warps, num_stages)
     return SSDChunkedFn.apply(x, dt, A, Bm, Cm, Dskip, chunk_size, fwd, bwd or BwdConfig())
