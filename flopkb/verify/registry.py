@@ -6,8 +6,8 @@ experiment runs. The code of experiment NAME lives in `flopkb/verify/experiments
 is imported only when the experiment runs.
 
 `kernels` entries are paths relative to the KB's `kernels/` folder; an entry ending in "/" stands
-for every `*.py` file below that folder, so a kernel module added or renamed inside an operator's
-folder still counts towards the hash.
+for every kernel source below that folder (`*.py`, `*.cu`, `*.cuh`), so a kernel module added or
+renamed inside an operator's folder still counts towards the hash.
 """
 
 from __future__ import annotations
