@@ -7,7 +7,7 @@ from typing import Any
 from flopkb.hardware import UnknownRecord
 from flopkb.kb import KnowledgeBase
 from flopkb.model import Basis
-from flopkb.verify.evidence import latest_verdicts
+from flopkb.verify.evidence import latest_verdicts, sensitive_accelerators
 
 
 def list_claims(
@@ -32,6 +32,7 @@ def list_claims(
         raise UnknownRecord("accelerator", accelerator, kb.accelerators)
     wanted_basis = Basis(basis) if basis is not None else None
     verdicts = latest_verdicts(kb)
+    sensitive = sensitive_accelerators(kb)
     rows: list[dict[str, Any]] = []
     for claim_id, rec, row in kb.claims():
         if record is not None and rec.id != record:
@@ -53,6 +54,8 @@ def list_claims(
                 "magnitude": row.magnitude,
                 "basis": row.basis.value,
                 "verdicts": dict(found),
+                "implementation_sensitive": [a for a in sensitive.get(claim_id, [])
+                                             if a in found],
             }
         )
     return rows

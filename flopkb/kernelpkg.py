@@ -16,6 +16,8 @@ from types import ModuleType
 from flopkb.paths import bundled_root
 
 PACKAGE_NAME = "flopkb_kernels"
+# Read by kernels/_platform.py: "1" makes every kernel take the paths an Ampere/Ada GPU has.
+PORTABLE_ENV = "FLOPKB_PORTABLE"
 
 
 def kernels_dir(kb_root: Path | None = None) -> Path:

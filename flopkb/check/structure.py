@@ -12,7 +12,7 @@ from pathlib import Path
 from flopkb.check.base import CheckContext, check, rule
 from flopkb.findings import Finding, Severity
 from flopkb.load import LOAD_RULES, compose_node, locate
-from flopkb.model import ACCEPTED_SCHEMA_VERSIONS, FOLDER_BY_KIND, ClassRecord
+from flopkb.model import ACCEPTED_SCHEMA_VERSIONS, FOLDER_BY_KIND, ClassRecord, EvidenceRecord
 
 # The loading stage emits these codes itself (it cannot import this package); declare them here.
 LOADING = {code: rule(code, severity, summary) for code, (severity, summary) in LOAD_RULES.items()}
@@ -80,4 +80,14 @@ def schema_versions(ctx: CheckContext) -> Iterator[Finding]:
                 LOADING["FKB129"], rid, ("flop", "hardware_parameters"),
                 "flop.hardware_parameters needs schema_version 2 (added in version 2)",
                 "set schema_version: 2",
+            )  # fmt: skip
+        elif (
+            record.schema_version < 3
+            and isinstance(record, EvidenceRecord)
+            and (record.judgements or record.implementation_sensitive)
+        ):
+            yield ctx.finding(
+                LOADING["FKB129"], rid, ("judgements",),
+                "judgements and implementation_sensitive need schema_version 3 (added in "
+                "version 3)", "set schema_version: 3",
             )  # fmt: skip

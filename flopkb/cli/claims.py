@@ -41,6 +41,9 @@ def claims(
     for column in ("claim", "quantity", "magnitude", "basis", "verdicts"):
         table.add_column(column, overflow="fold")
     for r in rows:
-        verdicts = ", ".join(f"{acc}: {v}" for acc, v in r["verdicts"].items()) or "-"
+        touchy = set(r.get("implementation_sensitive") or [])
+        verdicts = ", ".join(
+            f"{acc}: {v}" + (" (implementation-sensitive)" if acc in touchy else "")
+            for acc, v in r["verdicts"].items()) or "-"
         table.add_row(r["claim"], r["quantity"], r["magnitude"], r["basis"], verdicts)
     console.print(table)

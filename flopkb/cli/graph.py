@@ -266,7 +266,8 @@ def path(
 
 @app.command()
 def status(ctx: typer.Context, fmt: FormatOption = OutputFormat.text) -> None:
-    """Claims that are unverified, stale, contradicted by evidence, or not applicable on a part."""
+    """Claims that are unverified, stale, contradicted by evidence, implementation-sensitive (the
+    verdict changed with the implementation that ran), or not applicable on a part."""
     result = _run(lambda: queries.status(_graph(ctx)))
     if fmt is OutputFormat.json:
         return emit_json(result)
@@ -301,6 +302,12 @@ def status(ctx: typer.Context, fmt: FormatOption = OutputFormat.text) -> None:
         "contradicted",
         result["contradicted"],
         ["claim", "refuted on", "evidence"],
+        lambda r: [r["claim"], ", ".join(r["accelerators"]), ", ".join(r["evidence"])],
+    )
+    section(
+        "implementation-sensitive",
+        result["implementation_sensitive"],
+        ["claim", "on", "evidence"],
         lambda r: [r["claim"], ", ".join(r["accelerators"]), ", ".join(r["evidence"])],
     )
     section(

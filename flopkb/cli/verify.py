@@ -26,6 +26,7 @@ from flopkb.cli.common import (
 class Impl(str, Enum):
     bundled = "bundled"
     peer = "peer"
+    all = "all"
 
 
 def _fmt_measured(m: dict[str, Any] | None) -> str:
@@ -44,6 +45,10 @@ def _fmt_cond(c: dict[str, Any] | None) -> str:
     return ", ".join(f"{k}={v}" for k, v in c.items() if k not in {"pass", "quick"})
 
 
+def _fmt_combo(combo: dict[str, str]) -> str:
+    return ", ".join(f"{side}={impl}" for side, impl in combo.items())
+
+
 def _table(payload: dict[str, Any], plan_mode: bool) -> Table:
     table = Table(title="flopkb verify" + (" (plan, CPU checks)" if plan_mode else ""))
     for col in ("claim", "experiment", "verdict", "measured" if not plan_mode else "CPU check",
@@ -58,10 +63,17 @@ def _table(payload: dict[str, Any], plan_mode: bool) -> Table:
         else:
             middle = _fmt_measured(r.get("measured"))
         expected = (r.get("expected") or {}).get("text", "-")
+        verdict = r["verdict"]
+        if r.get("implementation_sensitive"):
+            verdict += " (implementation-sensitive)"
+        judgements = r.get("judgements") or []
+        if len(judgements) > 1:
+            middle += "".join(f"\n{_fmt_combo(j['combination'])}: {j['verdict']} "
+                              f"{_fmt_measured(j.get('measured'))}" for j in judgements)
         tail = _fmt_cond(r.get("conditions"))
         if r.get("reason") and r["verdict"] not in {"confirmed", "refuted", "inconclusive"}:
             tail = f"{tail}; {r['reason']}" if tail != "-" else r["reason"]
-        table.add_row(r.get("claim") or "-", r["experiment"], r["verdict"], middle, expected, tail)
+        table.add_row(r.get("claim") or "-", r["experiment"], verdict, middle, expected, tail)
     return table
 
 
@@ -74,11 +86,21 @@ def verify(
     record: Annotated[str | None, typer.Option("--record", help="the claims of one record")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="fewer points and repetitions")] = False,
     impl: Annotated[
-        Impl, typer.Option("--impl", help="bundled kernels, or peer libraries")
+        Impl, typer.Option("--impl", help="bundled: each side's default implementation; peer: "
+                           "its first peer; all: every combination, judged one by one")
     ] = Impl.bundled,
     out: Annotated[
         Path | None,
         typer.Option("--out", help="evidence folder (default: the KB's records/evidence)"),
+    ] = None,
+    portable: Annotated[
+        bool, typer.Option("--portable", help="take the kernel paths an Ampere/Ada GPU has (no "
+                           "TMA, no Hopper-only schedules), also on a Hopper GPU")
+    ] = False,
+    memory_budget: Annotated[
+        float | None, typer.Option("--memory-budget", metavar="GIB",
+                                   help="allocate at most this much device memory, as on a "
+                                   "smaller part (e.g. 24 for an RTX 4090)")
     ] = None,
     fmt: FormatOption = OutputFormat.text,
 ) -> None:
@@ -125,7 +147,8 @@ def verify(
              "False); run without --gpu for the CPU checks and the plan.")
     with progress:
         machine, results = runner.run_gpu(kb, root, jobs, quick=quick, impl=impl.value,
-                                          command=command, out_dir=out, on_event=on_event)
+                                          command=command, out_dir=out, on_event=on_event,
+                                          portable=portable, memory_budget_gb=memory_budget)
     if results is None:
         return
     payload = {"machine": machine, "results": [r.as_dict() for r in broken + results],

@@ -162,6 +162,7 @@ def _build(kb: KnowledgeBase) -> nx.DiGraph:
         if e.claim is not None:
             edge(ev, node_id("claim", e.claim), VERDICT_RELATION[e.verdict],
                  verdict=e.verdict.value, timestamp=e.timestamp.isoformat(),
+                 implementation_sensitive=e.implementation_sensitive,
                  accelerator=e.accelerator)  # fmt: skip
         if e.accelerator is not None:
             edge(ev, node_id("accelerator", e.accelerator), "ran_on")

@@ -250,6 +250,7 @@ def latest_verdicts(kg: KBGraph, claim: str) -> dict[str, dict[str, Any]]:
                 "verdict": data["verdict"],
                 "evidence": _bare(ev),
                 "timestamp": data["timestamp"],
+                "implementation_sensitive": bool(data.get("implementation_sensitive")),
             }
             best[acc] = (rank, entry)
     return {acc: best[acc][1] for acc in sorted(best)}
@@ -467,8 +468,9 @@ def status(kg: KBGraph) -> dict[str, Any]:
 
     stale: claims whose newest evidence ran kernel sources that changed since (verify decides).
     contradicted: the latest measuring evidence on some accelerator refuted the claim.
+    implementation_sensitive: that evidence's verdict changed with the implementation that ran.
     """
-    unverified, contradicted = [], []
+    unverified, contradicted, sensitive = [], [], []
     for claim, data in sorted(kg.g.nodes(data=True)):
         if data["kind"] != "claim":
             continue
@@ -480,7 +482,12 @@ def status(kg: KBGraph) -> dict[str, Any]:
                     "quantity": data["quantity"],
                 }
             )
-        refuted = {a: v for a, v in latest_verdicts(kg, claim).items() if v["verdict"] == "refuted"}
+        current = latest_verdicts(kg, claim)
+        touchy = sorted(a for a, v in current.items() if v["implementation_sensitive"])
+        if touchy:
+            sensitive.append({"claim": _bare(claim), "accelerators": touchy,
+                              "evidence": [current[a]["evidence"] for a in touchy]})
+        refuted = {a: v for a, v in current.items() if v["verdict"] == "refuted"}
         if refuted:
             contradicted.append(
                 {
@@ -501,5 +508,6 @@ def status(kg: KBGraph) -> dict[str, Any]:
         "unverified": unverified,
         "stale": [{"claim": c, "evidence": evs} for c, evs in sorted(by_claim.items())],
         "contradicted": contradicted,
+        "implementation_sensitive": sensitive,
         "not_applicable": [{"claim": c, "accelerators": a} for c, a in not_applicable(kg).items()],
     }

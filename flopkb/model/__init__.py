@@ -10,7 +10,7 @@ from flopkb.model.base import (
     SourceRef,
 )
 from flopkb.model.classes import Basis, ClassRecord, Flop, HardwareParameter, VerifyLink
-from flopkb.model.evidence import EvidenceRecord, Measured, Verdict
+from flopkb.model.evidence import EvidenceRecord, Judged, Measured, Verdict
 from flopkb.model.quantity import QuantityRecord
 from flopkb.model.source import SourceRecord, SourceType
 
@@ -46,6 +46,7 @@ __all__ = [
     "Flop",
     "HardwareParameter",
     "HistoryEntry",
+    "Judged",
     "Kind",
     "Measured",
     "QuantityRecord",

@@ -11,8 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 # Version 1: the first record format (classes without `flop.hardware_parameters`).
 # Version 2: `flop.hardware_parameters` rows added (the "schema authority pass").
 # See schema/CHANGELOG.md.
-CURRENT_SCHEMA_VERSION = 2
-ACCEPTED_SCHEMA_VERSIONS = frozenset({1, 2})
+CURRENT_SCHEMA_VERSION = 3
+ACCEPTED_SCHEMA_VERSIONS = frozenset({1, 2, 3})
 
 ID_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
 RecordId = Annotated[str, StringConstraints(pattern=ID_PATTERN, max_length=120)]

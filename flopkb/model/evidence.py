@@ -30,6 +30,18 @@ class Measured(Strict):
     what: str | None = Field(default=None, description="what the number is, in words")
 
 
+class Judged(Strict):
+    """The verdict of one implementation combination (which code ran each side)."""
+
+    combination: dict[str, str] = Field(description="side -> implementation name (impls.py)")
+    implementations: dict[str, str] = Field(
+        default_factory=dict, description="side -> exactly what ran: library, version, entry point"
+    )
+    verdict: Verdict
+    measured: Measured | None = None
+    reason: str | None = None
+
+
 class EvidenceRecord(RecordBase):
     kind: Literal[Kind.evidence]
     claim: str | None = Field(
@@ -39,7 +51,19 @@ class EvidenceRecord(RecordBase):
     )
     experiment: RecordId
     accelerator: RecordId | None = Field(description="accelerator record the GPU matched, if any")
-    implementation: NonEmpty = Field(description="bundled, or the peer library that ran")
+    implementation: NonEmpty = Field(
+        description="what ran for the verdict: the sides' implementations of the first judgement"
+    )
+    judgements: list[Judged] = Field(
+        default_factory=list,
+        description="one verdict per implementation combination run (schema 3); the first is the "
+        "one `verdict` reports",
+    )
+    implementation_sensitive: bool = Field(
+        default=False,
+        description="the verdict changes with the implementation: the combinations that measured "
+        "disagree",
+    )
     kernel_hashes: dict[str, str] = Field(description="kernel source path -> sha256")
     machine: dict[str, Any]
     conditions: dict[str, Any] = Field(default_factory=dict)

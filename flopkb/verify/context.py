@@ -36,6 +36,11 @@ class TimeLimitError(ExperimentError):
     pass
 
 
+class PeerUnavailable(RuntimeError):
+    """A peer implementation is not installed or fails to build: that combination is recorded
+    as `not-run` with this one-line reason, never silently skipped."""
+
+
 @dataclass(frozen=True)
 class Ceilings:
     """Measured ceilings of the machine: dense bf16 tensor rate and copy bandwidth."""
@@ -73,7 +78,6 @@ class Context:
 
     gpu: bool
     quick: bool = False
-    impl: str = "bundled"
     kb_root: Path | None = None
     ceilings: Ceilings | None = None
     l2_bytes: int = 50 * 2**20
@@ -83,6 +87,14 @@ class Context:
     checks: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     device_name: str | None = None
+    # side -> implementation name for the combination being measured (impls.py); a side an
+    # experiment asks for that is not set runs its bundled kernel
+    impls: dict[str, str] = field(default_factory=dict)
+    # side -> exact description of what ran (library, version, entry point), for the evidence
+    described: dict[str, str] = field(default_factory=dict)
+    # accelerator specs of the KB (accelerator id -> {quantity: value}) for experiments that
+    # simulate other parts (D2), and the KB itself for reading them
+    kb: Any = None
     _deadline: float = math.inf
 
     @property
@@ -98,6 +110,15 @@ class Context:
         self.time_limit_s = time_limit_s
         self._deadline = time.monotonic() + time_limit_s
         self.timings, self.checks, self.notes = {}, [], []
+        self.described = {}
+
+    def impl(self, side: str) -> str:
+        """The implementation chosen for `side` in this combination ('bundled' by default)."""
+        return self.impls.get(side, "bundled")
+
+    def describe_impl(self, side: str, text: str) -> None:
+        """Record exactly what ran on `side` (library, version, entry point) for the evidence."""
+        self.described[side] = text
 
     def more(self, done: int) -> bool:
         """Whether the sweep may take another point: always for the first, else while the time
@@ -194,10 +215,11 @@ class Context:
         """
         self.tick()
         s = self.settings
+        before = _timing.memory_mark()
         timing = _timing.time_cuda(fn, arg_sets, warmup=s.warmup, reps=s.reps,
                                    budget_ms=s.budget_ms, graph=graph)
         entry: dict[str, Any] = {**point, **timing.as_dict(), "flops": flops, "bytes": nbytes,
-                                 "rotations": len(arg_sets)}
+                                 "rotations": len(arg_sets), **_timing.memory_since(before)}
         seconds = timing.median_ms / 1e3
         if flops:
             entry["tflops"] = flops / seconds / 1e12

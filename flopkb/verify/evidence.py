@@ -101,17 +101,37 @@ def latest(
     return best
 
 
+def current(kb) -> dict[tuple[str | None, str | None], EvidenceRecord]:
+    """The evidence that speaks for each (claim, accelerator): the newest that measured something
+    (confirmed, refuted, inconclusive), else the newest. The graph's `latest_verdicts` reads
+    its edges by the same rule, so `flopkb claims` and `graph status` agree."""
+    out = latest(kb)
+    out.update(latest(kb, measuring_only=True))
+    return out
+
+
 def latest_verdicts(kb) -> dict[str, dict[str, str]]:
-    """{claim: {accelerator: verdict}} from the newest evidence of each pair (for `flopkb claims`).
+    """{claim: {accelerator: verdict}} from each pair's current evidence (for `flopkb claims`).
 
     Evidence from an unmatched GPU is listed under "unknown-gpu"; calibrations are left out.
     """
     out: dict[str, dict[str, str]] = {}
-    pairs = sorted(latest(kb).items(), key=lambda kv: (kv[0][0] or "", kv[0][1] or ""))
+    pairs = sorted(current(kb).items(), key=lambda kv: (kv[0][0] or "", kv[0][1] or ""))
     for (claim, acc), ev in pairs:
         if claim is None:
             continue
         out.setdefault(claim, {})[acc or "unknown-gpu"] = ev.verdict.value
+    return out
+
+
+def sensitive_accelerators(kb) -> dict[str, list[str]]:
+    """{claim: [accelerators]} where the current evidence's verdict changed with the
+    implementation (`implementation_sensitive`)."""
+    out: dict[str, list[str]] = {}
+    for (claim, acc), ev in sorted(current(kb).items(), key=lambda kv: (kv[0][0] or "",
+                                                                        kv[0][1] or "")):
+        if claim is not None and ev.implementation_sensitive:
+            out.setdefault(claim, []).append(acc or "unknown-gpu")
     return out
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from flopkb.verify.impls import Side
+
 
 @dataclass(frozen=True)
 class ExperimentInfo:
@@ -29,10 +31,17 @@ class ExperimentInfo:
     sweep: str
     time_limit_s: float = 60.0
     needs: tuple[str, ...] = ()
-    peers: tuple[str, ...] = ()
+    # the sides of the comparison and the implementations that can run each (default first);
+    # an experiment with no sides runs one fixed combination
+    sides: tuple[Side, ...] = ()
 
 
 _SSM = ("_ssm_common.py",)
+# kernels/_platform.py decides Hopper-only paths (TMA) for the Triton GEMM
+_PLATFORM = ("_platform.py",)
+# The sides that several experiments share.
+SSD_SIDE = Side("ssd", ("bundled", "mamba_ssm", "fla"))
+SCAN_SIDE = Side("scan", ("bundled", "mamba_cuda"))
 
 EXPERIMENTS: dict[str, ExperimentInfo] = {
     info.name: info
@@ -72,7 +81,7 @@ EXPERIMENTS: dict[str, ExperimentInfo] = {
             criterion="ratio interval vs the claimed range widened by the tolerance",
             sweep="state size N in {16, 64, 128, 256} at the reference length; sequence length",
             time_limit_s=45,
-            peers=("mamba_ssm",),
+            sides=(SSD_SIDE, SCAN_SIDE),
         ),
         ExperimentInfo(
             name="ssd-vs-attention",
@@ -86,7 +95,7 @@ EXPERIMENTS: dict[str, ExperimentInfo] = {
             "'Rx at L': ratio at L vs R widened by the tolerance",
             sweep="sequence length 512 .. 16K at fixed batch*length",
             time_limit_s=45,
-            peers=("mamba_ssm",),
+            sides=(SSD_SIDE, Side("attention", ("sdpa",))),
         ),
         ExperimentInfo(
             name="scan-vs-mlp",
@@ -99,6 +108,7 @@ EXPERIMENTS: dict[str, ExperimentInfo] = {
             criterion="qualitative 'slower': ratio interval above 1 + tolerance",
             sweep="state size N in {16, 64}",
             time_limit_s=25,
+            sides=(SCAN_SIDE, Side("mlp", ("cublas",))),
         ),
         ExperimentInfo(
             name="decay-granularity",
@@ -122,6 +132,7 @@ EXPERIMENTS: dict[str, ExperimentInfo] = {
             criterion="qualitative 'predicts poorly': misprediction factor interval above 2",
             sweep="sequence length at fixed tokens; state size N in {16, 64}",
             time_limit_s=30,
+            sides=(SCAN_SIDE, Side("gemm", ("cublas",))),
         ),
         ExperimentInfo(
             name="ssd-matmul-share",
@@ -175,7 +186,7 @@ EXPERIMENTS: dict[str, ExperimentInfo] = {
             module="ruggedness",
             title="bf16 GEMM throughput over nearby shapes (alignment sweep)",
             claims=("C2",),
-            kernels=("gemm/", ),
+            kernels=("gemm/", *_PLATFORM),
             measures="max/min TFLOP/s over square shapes within 4% of a base size (cuBLAS); "
             "coefficient of variation; the Triton GEMM alongside",
             criterion="qualitative 'rugged': swing factor interval above 1.25 while the roofline "
@@ -188,7 +199,7 @@ EXPERIMENTS: dict[str, ExperimentInfo] = {
             module="lowrank",
             title="Low-rank pair (x U) V vs the dense product",
             claims=("C3",),
-            kernels=("gemm/",),
+            kernels=("gemm/", *_PLATFORM),
             measures="speedup t(dense) / t(low rank) and its efficiency relative to the FLOP ratio",
             criterion="qualitative 'efficient': low rank faster (ratio interval above 1 + tol) at "
             "rank K/4, reported where it stops holding over the rank sweep",
@@ -200,7 +211,7 @@ EXPERIMENTS: dict[str, ExperimentInfo] = {
             module="int8",
             title="Native INT8 tensor-core GEMM vs INT8 emulated on bf16 tensor cores",
             claims=("C4",),
-            kernels=("gemm/",),
+            kernels=("gemm/", *_PLATFORM),
             measures="time ratio t(emulated) / t(native) for torch._int_mm and the Triton int8 dot",
             criterion="qualitative 'native beats emulated': ratio interval above 1 + tolerance; "
             "INT4 parts are not applicable where int4_tensor_ops is null",

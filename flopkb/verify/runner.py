@@ -17,10 +17,17 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from flopkb.magnitude import Magnitude, MagnitudeError, parse_magnitude
-from flopkb.model import ClassRecord, EvidenceRecord, HardwareParameter, HistoryEntry, Measured
+from flopkb.model import (
+    ClassRecord,
+    EvidenceRecord,
+    HardwareParameter,
+    HistoryEntry,
+    Judged,
+    Measured,
+)
 from flopkb.model.base import CURRENT_SCHEMA_VERSION
 from flopkb.verify import evidence as ev_io
-from flopkb.verify import registry
+from flopkb.verify import impls, registry
 from flopkb.verify.hashing import current_hashes
 
 T = TypeVar("T")
@@ -62,6 +69,8 @@ class Result:
     criterion: str | None = None
     cpu_check: list[dict[str, Any]] | None = None
     duration_s: float | None = None
+    judgements: list[dict[str, Any]] | None = None
+    implementation_sensitive: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         data = {"claim": self.claim, "experiment": self.experiment, "verdict": self.verdict,
@@ -71,6 +80,9 @@ class Result:
             data["cpu_check"] = self.cpu_check
         if self.duration_s is not None:
             data["duration_s"] = round(self.duration_s, 2)
+        if self.judgements is not None:
+            data["judgements"] = self.judgements
+            data["implementation_sensitive"] = self.implementation_sensitive
         return data
 
 
@@ -212,6 +224,8 @@ class Session:
     quick: bool
     impl: str
     write: bool = True
+    # conditions every evidence record of the run carries (portable paths, a memory budget)
+    run_conditions: dict[str, Any] = field(default_factory=dict)
 
 
 def _error_reason(exc: BaseException) -> str:
@@ -240,7 +254,8 @@ def _evidence(s: Session, *, claim: str | None, experiment: str, implementation:
               measured: Measured | None, expected: dict[str, Any] | None, verdict: str,
               applicable: str | None, reason: str | None, criterion: str | None,
               checks: list[dict[str, Any]], ceilings: dict[str, Any], sweep: list[dict[str, Any]],
-              duration: float, artifacts: list[str]) -> EvidenceRecord:
+              duration: float, artifacts: list[str], judgements: list[Judged] | None = None,
+              sensitive: bool = False) -> EvidenceRecord:
     now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
     eid = ev_io.unique_id(s.out_dir, ev_io.evidence_id(claim, s.accelerator, now))
     title = (f"{claim} on {s.accelerator or 'unknown GPU'}: {verdict}" if claim
@@ -255,7 +270,7 @@ def _evidence(s: Session, *, claim: str | None, experiment: str, implementation:
         expected=expected, verdict=verdict, applicable_verdict=applicable, reason=reason,
         criterion=criterion, correctness=_jsonable(checks), ceilings=ceilings,
         sweep=_jsonable(sweep), command=s.command, timestamp=now, duration_s=round(duration, 2),
-        artifacts=artifacts,
+        artifacts=artifacts, judgements=judgements or [], implementation_sensitive=sensitive,
     )
 
 
@@ -365,76 +380,123 @@ def _datasheet_ceilings(s: Session):
     return Ceilings(flops, bw * 1000, "datasheet (calibration failed)")
 
 
+def _measure(s: Session, ctx, job: Job, mod, cond: dict[str, Any], combo: impls.Combination,
+             primary: bool) -> dict[str, Any]:
+    """Run `measure` once for one implementation combination. Combinations past the first sweep
+    as --quick does (the claim's own points), with full repetitions: the verdict is read there."""
+    from flopkb.verify.context import ExperimentError, PeerUnavailable
+
+    info = registry.get(job.experiment)
+    started = time.monotonic()
+    ctx.begin(info.time_limit_s)
+    ctx.impls, quick = dict(combo), ctx.quick
+    ctx.quick = s.quick or not primary
+    entry: dict[str, Any] = {"m": None, "error": None, "unavailable": None, "combo": dict(combo)}
+    try:
+        if ctx.ceilings is None:
+            raise ExperimentError("no ceilings (calibration failed, no datasheet): "
+                                  "timings cannot be checked against a roofline floor")
+        entry["m"] = mod.measure(ctx, cond)
+    except PeerUnavailable as exc:
+        entry["unavailable"] = str(exc)
+    except Exception as exc:
+        entry["error"] = _error_reason(exc)
+        _free_memory()
+    finally:
+        ctx.quick = quick
+    entry.update(timings=dict(ctx.timings), checks=list(ctx.checks), notes=list(ctx.notes),
+                 described=dict(ctx.described), duration=time.monotonic() - started,
+                 stamp=ev_io.stamp(dt.datetime.now(dt.timezone.utc)))
+    entry["artifacts"] = _safe_plot(s, job.experiment, entry) if primary else []
+    return entry
+
+
+def _judge(mod, t: Target, entry: dict[str, Any], cond: dict[str, Any]):
+    """(verdict, reason, judgement or None) of one combination's measurement."""
+    if entry["unavailable"]:
+        return "not-run", entry["unavailable"], None
+    if t.magnitude_error:
+        return "error", f"magnitude does not parse: {t.magnitude_error}", None
+    if entry["m"] is None:
+        return "error", entry["error"], None
+    try:
+        judgement = mod.judge(entry["m"], t.magnitude, cond)
+    except Exception as exc:
+        return "error", _error_reason(exc), None
+    return judgement.verdict, judgement.reason, judgement
+
+
+def implementation_text(entry: dict[str, Any]) -> str:
+    """'ssd: bundled ssd_chunked (chunk 64); scan: peer:mamba_ssm ...' for one combination."""
+    described = entry.get("described") or {}
+    parts = [f"{side}: {described.get(side, name)}" for side, name in entry["combo"].items()]
+    return "; ".join(parts) or "bundled"
+
+
+DECISIVE = {"confirmed", "refuted", "inconclusive"}
+
+
 def _run_job(s: Session, ctx, job: Job, on_event: Event) -> list[Result]:
     from flopkb.verify.experiments._common import resolve
 
     info = registry.get(job.experiment)
     mod = experiment_module(job.experiment)
     hashes = current_hashes(s.kb_root, job.experiment)
+    combos = impls.combinations(info.sides, s.impl)
     cache: dict[str, dict[str, Any]] = {}
     results = []
     for t in job.targets:
         cond, notes = resolve(mod.DEFAULTS, t.row.conditions)
-        key = json.dumps(cond, sort_keys=True, default=str)
-        if key not in cache:
-            started = time.monotonic()
-            ctx.begin(info.time_limit_s)
-            entry: dict[str, Any] = {"m": None, "error": None}
-            try:
-                if ctx.ceilings is None:
-                    from flopkb.verify.context import ExperimentError
-
-                    raise ExperimentError("no ceilings (calibration failed, no datasheet): "
-                                          "timings cannot be checked against a roofline floor")
-                entry["m"] = mod.measure(ctx, cond)
-            except Exception as exc:
-                entry["error"] = _error_reason(exc)
-                _free_memory()
-            entry.update(timings=dict(ctx.timings), checks=list(ctx.checks), notes=list(ctx.notes),
-                         duration=time.monotonic() - started,
-                         stamp=ev_io.stamp(dt.datetime.now(dt.timezone.utc)))
-            entry["artifacts"] = _safe_plot(s, job.experiment, entry)
-            cache[key] = entry
-        entry = cache[key]
-        m, judgement, reason = entry["m"], None, entry["error"]
-        verdict = "error"
-        if t.magnitude_error:
-            reason = f"magnitude does not parse: {t.magnitude_error}"
-        elif m is not None:
-            try:
-                judgement = mod.judge(m, t.magnitude, cond)
-                verdict, reason = judgement.verdict, judgement.reason
-            except Exception as exc:
-                verdict, reason = "error", _error_reason(exc)
+        judged = []
+        for i, combo in enumerate(combos):
+            key = json.dumps([cond, combo], sort_keys=True, default=str)
+            if key not in cache:
+                cache[key] = _measure(s, ctx, job, mod, cond, combo, primary=i == 0)
+            entry = cache[key]
+            verdict, reason, judgement = _judge(mod, t, entry, cond)
+            judged.append((entry, verdict, reason, judgement))
+        entry, verdict, reason, judgement = judged[0]
+        m = entry["m"]
+        decisive = {v for _, v, _, _ in judged if v in DECISIVE}
+        sensitive = len(decisive) > 1
         applicable = None
         na = not_applicable(s.kb, s.accelerator, t)
-        if na and verdict != "error":
+        if na and verdict not in {"error", "not-run"}:
             applicable, verdict, reason = verdict, "not-applicable", na
         if notes or entry["notes"]:
             reason = "; ".join(x for x in (reason, *notes, *entry["notes"]) if x)
-        impl = m.implementation if m is not None else (
-            f"peer:{','.join(info.peers)} (failed)" if s.impl == "peer" and info.peers
-            else "bundled")
-        if s.impl == "peer" and not info.peers:
-            impl = "bundled (no peer for this experiment)"
+        if s.impl == "peer" and not any(len(side.impls) > 1 for side in info.sides):
+            reason = "; ".join(x for x in (reason, "no peer for this experiment: bundled ran")
+                               if x)
+        judgements = [Judged(combination=e["combo"], implementations=e.get("described") or {},
+                             verdict=v, measured=_measured(j), reason=r)
+                      for e, v, r, j in judged] if info.sides else []
         record = _evidence(
-            s, claim=t.claim, experiment=job.experiment, implementation=impl, hashes=hashes,
-            cond={**cond, **({"not_honoured": notes} if notes else {}), "quick": s.quick},
-            stats={"timings": entry["timings"], "data": m.data if m else {}},
+            s, claim=t.claim, experiment=job.experiment, implementation=implementation_text(entry),
+            hashes=hashes,
+            cond={**cond, **({"not_honoured": notes} if notes else {}), "quick": s.quick,
+                  **s.run_conditions},
+            stats={"timings": entry["timings"], "data": m.data if m else {},
+                   **({"other_combinations": {impls.label(e["combo"]): e["timings"]
+                                              for e, *_ in judged[1:]}}
+                      if len(judged) > 1 else {})},
             measured=_measured(judgement), expected=t.magnitude.as_dict() if t.magnitude else
             {"text": t.row.magnitude, "error": t.magnitude_error},
             verdict=verdict, applicable=applicable, reason=reason,
             criterion=judgement.criterion if judgement else info.criterion,
-            checks=entry["checks"], ceilings=ctx.ceilings.as_dict() if ctx.ceilings else {},
-            sweep=m.sweep if m else [], duration=entry["duration"],
-            artifacts=entry["artifacts"])
+            checks=[c for e, *_ in judged for c in e["checks"]],
+            ceilings=ctx.ceilings.as_dict() if ctx.ceilings else {},
+            sweep=m.sweep if m else [], duration=sum(e["duration"] for e, *_ in judged),
+            artifacts=entry["artifacts"], judgements=judgements, sensitive=sensitive)
         if s.write:
             ev_io.write_evidence(record, s.out_dir)
         results.append(Result(
             t.claim, job.experiment, verdict,
             record.measured.model_dump(mode="json") if record.measured else None,
             record.expected, record.id if s.write else None, reason, record.conditions,
-            record.criterion, duration_s=entry["duration"]))
+            record.criterion, duration_s=record.duration_s,
+            judgements=[j.model_dump(mode="json") for j in judgements] or None,
+            implementation_sensitive=sensitive))
         on_event("result", {"experiment": job.experiment, "claim": t.claim, "verdict": verdict})
     return results
 
@@ -466,9 +528,17 @@ def run_gpu(kb, kb_root: Path | None, jobs: list[Job], *, quick: bool = False,
             impl: str = "bundled", command: str = "flopkb verify --gpu",
             out_dir: Path | None = None, write: bool = True,
             on_event: Event = _noop, device: str | None = None,
+            portable: bool = False, memory_budget_gb: float | None = None,
             ) -> tuple[dict[str, Any] | None, list[Result] | None]:
     """Calibrate, run this rank's share of `jobs`, write evidence; rank 0 returns every rank's
-    results (other ranks return (machine, None)). Raises NoGpuError without CUDA."""
+    results (other ranks return (machine, None)). Raises NoGpuError without CUDA.
+
+    `portable`: kernels take the paths an Ampere/Ada GPU has (FLOPKB_PORTABLE=1: no TMA, no
+    Hopper-only schedules). `memory_budget_gb`: this process may allocate at most that much
+    device memory (torch's per-process fraction), as on a smaller part: a sweep point that does
+    not fit is skipped with a note, a claim's own point that does not fit is an error."""
+    if impl not in impls.MODES:
+        raise ValueError(f"expected impl one of {', '.join(impls.MODES)}, got {impl!r}")
     if not gpu_available():
         raise NoGpuError("no CUDA GPU is available to this process")
     import torch
@@ -477,6 +547,12 @@ def run_gpu(kb, kb_root: Path | None, jobs: list[Job], *, quick: bool = False,
     from flopkb.verify.machine import fingerprint
 
     rank, world, local = _dist()
+    run_conditions: dict[str, Any] = {}
+    if portable:
+        from flopkb.kernelpkg import PORTABLE_ENV
+
+        os.environ[PORTABLE_ENV] = "1"
+        run_conditions["portable"] = True
     owns_group = False
     if world > 1:
         import torch.distributed as dist
@@ -485,13 +561,22 @@ def run_gpu(kb, kb_root: Path | None, jobs: list[Job], *, quick: bool = False,
         if not dist.is_initialized():
             dist.init_process_group("nccl")
             owns_group = True
+    if memory_budget_gb is not None:
+        total = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
+        fraction = memory_budget_gb * 2**30 / total
+        if not 0 < fraction <= 1:
+            raise ValueError(f"expected a memory budget in (0, {total / 2**30:.0f}] GiB, got "
+                             f"{memory_budget_gb:g}")
+        torch.cuda.set_per_process_memory_fraction(fraction)
+        run_conditions["memory_budget_gib"] = memory_budget_gb
     machine = fingerprint()
+    machine.update(run_conditions)
     acc = match_accelerator(kb, machine.get("gpu"))
     machine["accelerator"] = acc
     machine["rank"], machine["world_size"] = rank, world
     folder = out_dir or ev_io.evidence_dir(kb_root or Path("."))
-    s = Session(kb, kb_root, folder, acc, machine, command, quick, impl, write)
-    ctx = Context(gpu=True, quick=quick, impl=impl, kb_root=kb_root,
+    s = Session(kb, kb_root, folder, acc, machine, command, quick, impl, write, run_conditions)
+    ctx = Context(gpu=True, quick=quick, kb_root=kb_root, kb=kb,
                   settings=Settings.for_mode(quick), device_name=device)
     l2 = machine.get("l2_cache_bytes")
     if l2:

@@ -135,3 +135,25 @@ def time_cuda(
         end.record()
     torch.cuda.synchronize()
     return summarize([start.elapsed_time(end) for start, end in events], method)
+
+
+def memory_mark() -> int | None:
+    """Device bytes allocated now, with the peak counter reset; None without CUDA."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    return int(torch.cuda.memory_allocated())
+
+
+def memory_since(mark: int | None) -> dict[str, int]:
+    """Peak device memory since `memory_mark`: the total and what the timed step added on top
+    of what was already allocated (its inputs), as `torch.cuda.max_memory_allocated` sees it."""
+    if mark is None:
+        return {}
+    import torch
+
+    peak = int(torch.cuda.max_memory_allocated())
+    return {"peak_mem_bytes": peak, "step_extra_mem_bytes": peak - mark}

@@ -22,6 +22,7 @@ import torch
 import triton
 import triton.language as tl
 
+from .._platform import hopper_paths, portable
 from . import _tma
 from ._checks import check_operands, check_out
 from ._tiled import even_k, gemm_kernel, interpreted, interpreter_configs, launch
@@ -108,14 +109,15 @@ def _launch_tma(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, persistent: b
 
 
 def _tma_available(device: torch.device) -> bool:
-    """TMA needs a Hopper-or-newer GPU (or the CPU interpreter) and Triton's host descriptors."""
+    """TMA needs a Hopper-or-newer GPU (or the CPU interpreter) and Triton's host descriptors;
+    never under FLOPKB_PORTABLE=1 (the paths an Ampere or Ada part takes)."""
     try:
         from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: F401
     except ImportError:
         return False
     if device.type == "cuda":
-        return torch.cuda.get_device_capability(device)[0] >= 9
-    return interpreted()
+        return hopper_paths(device)
+    return interpreted() and not portable()
 
 
 def matmul(

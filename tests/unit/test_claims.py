@@ -44,7 +44,8 @@ def test_rows_have_the_design_keys(kb: KnowledgeBase) -> None:
     rows = list_claims(kb)
     assert len(rows) == sum(1 for _ in kb.claims())
     for row in rows:
-        assert set(row) == {"claim", "record", "quantity", "magnitude", "basis", "verdicts"}
+        assert set(row) == {"claim", "record", "quantity", "magnitude", "basis", "verdicts",
+                            "implementation_sensitive"}
         assert row["claim"].startswith(row["record"] + "/")
 
 

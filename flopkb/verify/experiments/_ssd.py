@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from flopkb.verify.context import Context
-from flopkb.verify.experiments import _peers
 from flopkb.verify.experiments._common import nbytes, ssd_inputs, ssd_prefix
 
 # Reference checks run on the first PREFIX steps of one sequence of the timed inputs (the
@@ -67,13 +68,76 @@ def arg_sets(ctx: Context, shape: dict[str, int], first: tuple) -> list[tuple]:
     return sets
 
 
-def chunked_impl(ctx: Context, chunk: int) -> tuple[Any, str]:
-    """The chunked SSD to time and its name: bundled, or mamba_ssm's under `--impl peer`."""
-    if ctx.impl == "peer":
-        return _peers.mamba_ssd()
-    k = kernels(ctx)
+@dataclass
+class Impl:
+    """A chunked-SSD implementation: `fn(*prepare(ssd_args))` -> y [B, T, H, P].
 
-    def ssd_fn(*args: Any) -> Any:
-        return k["chunked"].ssd_chunked(*args, chunk_size=chunk)
+    `prepare` turns SSD's arguments (x, dt, A, Bm, Cm, Dskip) into the implementation's own
+    layout outside the timed region (fla wants B and C per head, v = x * dt); `fn` is what is
+    timed."""
 
-    return ssd_fn, "bundled"
+    fn: Callable[..., Any]
+    what: str
+    prepare: Callable[[tuple], tuple] = tuple
+
+    def __call__(self, *args: Any) -> Any:
+        return self.fn(*self.prepare(args))
+
+    def sets(self, arg_sets: list[tuple]) -> list[tuple]:
+        return [self.prepare(a) for a in arg_sets]
+
+
+def chunked_impl(ctx: Context, chunk: int, side: str = "ssd") -> Impl:
+    """The chunked SSD chosen for `side` in this combination (impls.py). Peers: mamba_ssm's
+    `mamba_chunk_scan_combined`; fla's `chunk_simple_gla` with q = C and k = B per head,
+    v = x * dt, g = dt * A, scale 1, and the D skip added after it (one elementwise pass the
+    fused kernels do not need). Raises PeerUnavailable when the peer cannot be loaded."""
+    impl = ctx.impl(side)
+    if impl == "mamba_ssm":
+        from flopkb.verify.peers import mamba_ssm
+
+        combined, version = mamba_ssm.chunk_scan_combined()
+
+        def run_mamba(x, dt, A, Bm, Cm, Dskip=None):
+            return combined(x, dt, A, Bm, Cm, chunk, D=Dskip)
+
+        chosen = Impl(run_mamba, f"peer:{version} mamba_chunk_scan_combined (chunk {chunk})")
+    elif impl == "fla":
+        from flopkb.verify.peers import fla
+
+        ops, version = fla.ops()
+        chosen = Impl(gla_as_ssd(ops["chunk_simple_gla"]),
+                      f"peer:{version} chunk_simple_gla (q=C, k=B per head, v=x*dt, g=dt*A) "
+                      "+ D skip", prepare=gla_inputs)
+    elif impl == "bundled":
+        k = kernels(ctx)
+
+        def ssd_fn(*args: Any) -> Any:
+            return k["chunked"].ssd_chunked(*args, chunk_size=chunk)
+
+        chosen = Impl(ssd_fn, f"bundled ssd_chunked (chunk {chunk})")
+    else:
+        raise ValueError(f"no {impl!r} implementation of chunked SSD")
+    ctx.describe_impl(side, chosen.what)
+    return chosen
+
+
+def gla_inputs(args: tuple) -> tuple:
+    """SSD arguments in simple GLA's layout: q, k [B, T, H, N], v [B, T, H, P], g [B, T, H]."""
+    x, dt, A, Bm, Cm, Dskip = args
+    batch, steps, heads, _ = x.shape
+    n = Bm.shape[-1]
+    q = Cm.expand(batch, steps, heads, n).contiguous()
+    k = Bm.expand(batch, steps, heads, n).contiguous()
+    v = (x.float() * dt[..., None]).to(x.dtype)
+    return q, k, v, (dt * A).contiguous(), x, Dskip
+
+
+def gla_as_ssd(gla: Callable[..., Any]) -> Callable[..., Any]:
+    import torch
+
+    def run(q, k, v, g, x, Dskip):
+        y = gla(q, k, v, g=g, scale=1.0)[0]
+        return y if Dskip is None else torch.addcmul(y, x, Dskip[:, None].to(x.dtype))
+
+    return run

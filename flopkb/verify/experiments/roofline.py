@@ -10,13 +10,11 @@ from typing import Any
 
 from flopkb.verify import stats
 from flopkb.verify.context import Context, ExperimentError
-from flopkb.verify.experiments import _gemm
+from flopkb.verify.experiments import _gemm, _scan
 from flopkb.verify.experiments._common import (
     Judgement,
     Measurement,
     point_row,
-    selective_inputs,
-    selective_prefix,
 )
 from flopkb.verify.stats import Interval
 
@@ -44,8 +42,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
 
     if ctx.ceilings is None:
         raise ExperimentError("needs the calibration's measured ceilings")
-    scan = ctx.load("selective_scan", "scan")
-    sref = ctx.load("selective_scan", "reference")
+    scan = _scan.scan_impl(ctx)
     scost = ctx.load("selective_scan", "cost")
     ew = ctx.load("elementwise", "axpby")
     eref = ctx.load("elementwise", "reference")
@@ -63,13 +60,10 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
             break
         with ctx.optional(len(rows)):
             batch = max(1, tokens // steps)
-            args = selective_inputs(batch, dim, steps, dstate, device=ctx.device)
-            y = scan.selective_scan(*args)
-            pre = selective_prefix(args, min(256, steps))
-            ctx.check("selective_scan.scan.selective_scan", y[:1, :, :pre[0].shape[2]],
-                      sref.selective_scan_reference(*pre))
+            args = _scan.layer_inputs(batch, dim, steps, dstate, device=ctx.device)
+            _scan.check(ctx, "selective scan", scan(*args), args)
             flops = scost.flops(batch, dim, steps, dstate)
-            t = ctx.time(f"selective_scan T={steps} N={dstate}", scan.selective_scan, [args],
+            t = ctx.time(f"selective_scan T={steps} N={dstate}", scan.fn, [args],
                          flops=flops, nbytes=scost.bytes_moved(batch, dim, steps, dstate),
                          batch=batch, dim=dim, steps=steps, dstate=dstate)
             predicted_ms = flops / gemm_rate * 1e3

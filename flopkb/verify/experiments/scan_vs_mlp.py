@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from flopkb.verify.context import Context
-from flopkb.verify.experiments import _gemm
+from flopkb.verify.experiments import _gemm, _scan
 from flopkb.verify.experiments._common import (
     Judgement,
     Measurement,
@@ -20,7 +20,6 @@ from flopkb.verify.experiments._common import (
     point_row,
     ratio_of,
     selective_inputs,
-    selective_prefix,
 )
 from flopkb.verify.stats import divide, sum_interval
 
@@ -44,8 +43,7 @@ def cpu_check(ctx: Context) -> None:
 
 def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     cublas = ctx.load("gemm", "cublas")
-    scan = ctx.load("selective_scan", "scan")
-    sref = ctx.load("selective_scan", "reference")
+    scan = _scan.scan_impl(ctx)
     scost = ctx.load("selective_scan", "cost")
     d, tokens, steps = int(cond["d_model"]), int(cond["tokens"]), int(cond["seq_len"])
     dim, batch = 2 * d, max(1, tokens // steps)
@@ -61,12 +59,9 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
         if not ctx.more(len(rows)):
             break
         with ctx.optional(len(rows)):
-            args = selective_inputs(batch, dim, steps, dstate, device=ctx.device)
-            y = scan.selective_scan(*args)
-            pre = selective_prefix(args, min(256, steps))
-            ctx.check("selective_scan.scan.selective_scan", y[:1, :, :pre[0].shape[2]],
-                      sref.selective_scan_reference(*pre))
-            t_s = ctx.time(f"selective_scan N={dstate}", scan.selective_scan, [args],
+            args = _scan.layer_inputs(batch, dim, steps, dstate, device=ctx.device)
+            _scan.check(ctx, "selective scan", scan(*args), args)
+            t_s = ctx.time(f"selective_scan N={dstate}", scan.fn, [args],
                            flops=scost.flops(batch, dim, steps, dstate),
                            nbytes=scost.bytes_moved(batch, dim, steps, dstate),
                            batch=batch, dim=dim, steps=steps, dstate=dstate)

@@ -42,7 +42,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     aref = ctx.load("attention", "reference")
     acost = ctx.load("attention", "cost")
     chunk = int(cond["chunk_size"])
-    ssd_fn, impl = _ssd.chunked_impl(ctx, chunk)
+    ssd = _ssd.chunked_impl(ctx, chunk)
     backend_ran = None
     rows = []
     for steps in QUICK if ctx.quick else FULL:
@@ -51,7 +51,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
         with ctx.optional(len(rows)):
             shape = _ssd.shape_of(cond, steps)
             args = _ssd.make(ctx, shape)
-            y = ssd_fn(*args)
+            y = ssd(*args)
             _ssd.check_against_reference(ctx, "ssd chunked", y, args)
             b, h, d = shape["batch"], shape["heads"], shape["headdim"]
             g = torch.Generator(device=ctx.device).manual_seed(steps)
@@ -69,7 +69,8 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
                 for _ in range(1, ctx.rotations(sum(t.numel() * 2 for t in qkv)))
             ]
             f_c, b_c = _ssd.costs(ctx, "chunked", shape, chunk)
-            t_c = ctx.time(f"ssd T={steps}", ssd_fn, _ssd.arg_sets(ctx, shape, args), flops=f_c,
+            t_c = ctx.time(f"ssd T={steps}", ssd.fn, ssd.sets(_ssd.arg_sets(ctx, shape, args)),
+                           flops=f_c,
                            nbytes=b_c, **shape)
             t_a = ctx.time(f"attention T={steps}",
                            lambda *a: att.causal_attention(*a, backend=BACKEND), sets,
@@ -88,7 +89,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
                                               "SSD chunked": "ssd_ms"},
             "logx": True, "logy": True, "vline": cross.value, "vline_label": "crossover"}
     data = {"crossover": cross.as_dict(), "attention_backend": backend_ran}
-    return Measurement(data, rows, dict(cond), plot, implementation=impl)
+    return Measurement(data, rows, dict(cond), plot)
 
 
 def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:

@@ -1,0 +1,107 @@
+"""The Mamba-1 selective scan as a side of an experiment: inputs made and the kernel called the
+way a Mamba-1 layer calls it (raw dt projection, `delta_bias`, `delta_softplus=True`), the
+implementation chosen for the side (bundled Triton, or Mamba's CUDA kernel), and the correctness
+check of the timed output against the PyTorch reference on a causal prefix."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from flopkb.verify.context import Context
+from flopkb.verify.experiments._common import _generator, nbytes
+
+# Reference checks run on the first PREFIX steps of one sequence of the timed inputs.
+PREFIX = 256
+
+
+def layer_inputs(batch: int, dim: int, steps: int, dstate: int, *, device: Any = "cpu",
+                 dtype: Any = None, seed: int = 0) -> tuple:
+    """(u, delta, A, Bm, Cm, Dskip, delta_bias) as a Mamba-1 layer passes them to the scan.
+
+    u, delta [B, D, T] (delta is the raw dt projection, before bias and softplus); A [D, N] fp32
+    < 0 (S4D-real init: -(1..N)); Bm, Cm [B, N, T]; Dskip, delta_bias [D] fp32, the bias the
+    inverse softplus of dt drawn log-uniform in [0.001, 0.1] as Mamba initialises dt_proj's bias.
+    Random, never zeros, from a seeded generator on `device`.
+    """
+    import torch
+
+    dtype = dtype or torch.bfloat16
+    g = _generator(device, seed)
+
+    def rnd(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, generator=g, device=device)
+
+    u = rnd(batch, dim, steps).to(dtype)
+    delta = (0.1 * rnd(batch, dim, steps)).to(dtype)
+    A = -torch.arange(1, dstate + 1, device=device, dtype=torch.float32).repeat(dim, 1)
+    Bm = rnd(batch, dstate, steps).to(dtype)
+    Cm = rnd(batch, dstate, steps).to(dtype)
+    dt0 = torch.exp(torch.rand(dim, generator=g, device=device) * 4.6 - 6.9)
+    delta_bias = dt0 + torch.log(-torch.expm1(-dt0))
+    return u, delta, A, Bm, Cm, rnd(dim), delta_bias
+
+
+def prefix(args: tuple, steps: int) -> tuple:
+    """The first sequence's first `steps` steps: y's prefix depends on no later input."""
+    u, delta, A, Bm, Cm, Dskip, bias = args
+    return (u[:1, :, :steps].contiguous(), delta[:1, :, :steps].contiguous(), A,
+            Bm[:1, :, :steps].contiguous(), Cm[:1, :, :steps].contiguous(), Dskip, bias)
+
+
+@dataclass
+class Impl:
+    """fn(u, delta, A, Bm, Cm, Dskip, delta_bias) -> y [B, D, T], called as the layer calls it."""
+
+    fn: Callable[..., Any]
+    what: str
+
+    def __call__(self, *args: Any) -> Any:
+        return self.fn(*args)
+
+
+def scan_impl(ctx: Context, side: str = "scan") -> Impl:
+    """The selective scan chosen for `side` (impls.py); raises PeerUnavailable for a peer that
+    is missing or does not build."""
+    impl = ctx.impl(side)
+    if impl == "mamba_cuda":
+        from flopkb.verify.peers import mamba_cuda
+
+        module, built = mamba_cuda.build(search_folders(ctx))
+        run = mamba_cuda.scan_fn(module)
+        chosen = Impl(lambda u, d, A, B, C, D, bias: run(u, d, A, B, C, D, bias, True),
+                      f"peer:mamba_ssm selective_scan_cuda ({built}), delta_softplus with bias")
+    elif impl == "bundled":
+        scan = ctx.load("selective_scan", "scan")
+        chosen = Impl(lambda u, d, A, B, C, D, bias: scan.selective_scan(u, d, A, B, C, D, bias,
+                                                                         True),
+                      "bundled selective_scan, delta_softplus with bias")
+    else:
+        raise ValueError(f"no {impl!r} implementation of the selective scan")
+    ctx.describe_impl(side, chosen.what)
+    return chosen
+
+
+def search_folders(ctx: Context) -> list:
+    """Where a peer's source may lie: beside the KB, and the working folder."""
+    from pathlib import Path
+
+    folders = [Path.cwd()]
+    if ctx.kb_root is not None:
+        folders.insert(0, Path(ctx.kb_root))
+    return folders
+
+
+def check(ctx: Context, label: str, y: Any, args: tuple) -> None:
+    """The timed output's causal prefix against the reference."""
+    ref = ctx.load("selective_scan", "reference")
+    pre = prefix(args, min(PREFIX, args[0].shape[2]))
+    ctx.check(label, y[:1, :, :pre[0].shape[2]],
+              ref.selective_scan_reference(*pre[:5], pre[5], pre[6], True))
+
+
+def arg_sets(ctx: Context, first: tuple, batch: int, dim: int, steps: int, dstate: int) -> list:
+    """`first` plus fresh draws until one set no longer fits in L2 between its uses."""
+    return [first] + [layer_inputs(batch, dim, steps, dstate, device=ctx.device, seed=i)
+                      for i in range(1, ctx.rotations(nbytes(*first)))]
