@@ -30,11 +30,16 @@ SUBSCRIPTION = 5
 BLOCKS_PER_SM = 8
 
 
-def grid_for(n: int, sm_count: int, *, tile: int = TILE) -> int:
-    """How many even shares CUB's run_to_run grid would use for n elements on `sm_count` SMs."""
-    if n < 1 or sm_count < 1:
-        raise ValueError(f"expected n >= 1 and sm_count >= 1, got n={n}, sm_count={sm_count}")
-    return min(triton.cdiv(n, tile), BLOCKS_PER_SM * sm_count * SUBSCRIPTION)
+def grid_for(n: int, sm_count: int, *, tile: int = TILE,
+             blocks_per_sm: float = BLOCKS_PER_SM) -> int:
+    """How many even shares CUB's run_to_run grid would use for n elements on `sm_count` SMs.
+
+    `blocks_per_sm` is the reduce kernel's occupancy (a fraction shrinks every grid alike, which
+    small test inputs need)."""
+    if n < 1 or sm_count < 1 or blocks_per_sm <= 0:
+        raise ValueError(f"expected n >= 1, sm_count >= 1 and blocks_per_sm > 0, got n={n}, "
+                         f"sm_count={sm_count}, blocks_per_sm={blocks_per_sm}")
+    return max(1, min(triton.cdiv(n, tile), int(blocks_per_sm * sm_count * SUBSCRIPTION)))
 
 
 def shares(n: int, parts: int, *, tile: int = TILE) -> list[tuple[int, int]]:

@@ -7,6 +7,7 @@ nvcc and CCCL >= 3.1 headers are both present (else it skips), and the `gpu` tes
 
 from __future__ import annotations
 
+import itertools
 import os
 import stat
 import types
@@ -59,14 +60,14 @@ def test_nvcc_from_cuda_home_then_path(cub, tmp_path):
     home = _fake_nvcc(tmp_path)
     assert cub.find_nvcc({"CUDA_HOME": str(home), "PATH": ""}) == home / "bin" / "nvcc"
     assert cub.find_nvcc({"PATH": str(home / "bin")}) == home / "bin" / "nvcc"
-    with pytest.raises(cub.CubUnavailable, match="^nvcc not found: set CUDA_HOME"):
+    with pytest.raises(cub.CubUnavailable, match=r"^nvcc not found: set CUDA_HOME"):
         cub.find_nvcc({"CUDA_HOME": str(tmp_path / "nothing"), "PATH": str(tmp_path)})
 
 
 def test_headers_from_the_env_var_or_the_wheel(cub, tmp_path, monkeypatch):
     given = _headers(tmp_path / "given")
     assert cub.find_cccl_include({"FLOPKB_CCCL_INCLUDE": str(given)}) == given
-    with pytest.raises(cub.CubUnavailable, match="holds no cub/version.cuh"):
+    with pytest.raises(cub.CubUnavailable, match=r"holds no cub/version\.cuh"):
         cub.find_cccl_include({"FLOPKB_CCCL_INCLUDE": str(tmp_path)})
     wheel = tmp_path / "site" / "cuda" / "cccl"
     _headers(wheel / "headers")
@@ -75,7 +76,7 @@ def test_headers_from_the_env_var_or_the_wheel(cub, tmp_path, monkeypatch):
                         lambda name: spec if name == "cuda.cccl" else None)
     assert cub.find_cccl_include({}) == wheel / "headers" / "include"
     monkeypatch.setattr(cub.importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(cub.CubUnavailable, match="^CCCL >= 3.1 headers not found: pip install"):
+    with pytest.raises(cub.CubUnavailable, match=r"^CCCL >= 3\.1 headers not found: pip install"):
         cub.find_cccl_include({})
 
 
@@ -199,7 +200,7 @@ def test_grid_follows_the_sm_count_until_tiles_run_out(part):
 def test_shares_cover_the_input_evenly(part, n, parts):
     ranges = part.shares(n, parts, tile=4096)
     assert len(ranges) == parts and ranges[0][0] == 0 and ranges[-1][1] == n
-    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:], strict=False))
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges))
     sizes = [(e - s + 4095) // 4096 for s, e in ranges]
     assert max(sizes) - min(sizes) <= 1 and sizes == sorted(sizes, reverse=True)
 
