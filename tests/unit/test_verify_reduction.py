@@ -83,7 +83,13 @@ def test_d3_reads_gpu_to_gpu_over_run_to_run_at_the_claims_point():
 def test_d3_launch_bound_point_is_not_judged():
     rows = [_row(16 * M, 1.5, launch_bound=True, host_issue_ms=0.02)]
     j = determinism_overhead.judge(_d3("cub", rows), QUAL, {})
-    assert j.verdict == "inconclusive" and "launch-bound" in j.criterion
+    assert j.verdict == "inconclusive" and "launch-bound" in j.reason
+    # the first larger size that events can time stands in, and says so
+    rows = [_row(M, 0.5, launch_bound=True), _row(16 * M, 0.9, launch_bound=True),
+            _row(64 * M, 1.2), _row(256 * M, 0.8)]
+    j = determinism_overhead.judge(_d3("cub", rows), QUAL, {})
+    assert j.verdict == "confirmed" and "64M" in j.what and "16M, is launch-bound" in j.what
+    assert j.measured.value == pytest.approx(1.2)
 
 
 @pytest.mark.parametrize(("ratios", "verdict"), [
