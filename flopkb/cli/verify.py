@@ -131,6 +131,10 @@ def verify(
             progress.update(task, description=payload["experiment"])
         elif kind == "advance" and task is not None:
             progress.update(task, advance=1, description=payload["experiment"])
+        elif kind == "result" and not err_console.is_terminal:
+            # logs (CI, a remote GPU job) get one line per verdict as it comes
+            err_console.print(f"{payload['experiment']}: {payload.get('claim') or '-'} "
+                              f"{payload['verdict']}", markup=False, highlight=False)
 
     if not gpu:
         extra = runner.unlinked(kb) if claim is None and record is None else []

@@ -151,6 +151,19 @@ EXPERIMENTS: dict[str, ExperimentInfo] = {
             time_limit_s=25,
         ),
         ExperimentInfo(
+            name="ssd-head-dim-memory",
+            module="head_dim_memory",
+            title="Peak memory of an SSD training step at head dimension 64 vs 128, equal width",
+            claims=("B2",),
+            kernels=("ssd/", *_SSM),
+            measures="device memory a forward+backward step adds (max_memory_allocated minus "
+            "what was allocated before it) at P=128 over P=64, width H*P fixed",
+            criterion="'raises VRAM pressure': ratio above 1.05 confirms, below 1 refutes",
+            sweep="P in {64, 128} at equal width; P=128 at the P=64 head count",
+            time_limit_s=30,
+            sides=(SSD_SIDE,),
+        ),
+        ExperimentInfo(
             name="chunked-vs-quadratic",
             module="chunked_vs_quadratic",
             title="Chunked SSD vs the quadratic (attention-like) SSD form over sequence length",

@@ -195,7 +195,8 @@ def run_cpu(kb_root: Path | None, jobs: list[Job], extra: Sequence[str] = (),
         from flopkb.verify.experiments._common import resolve
 
         for t in job.targets:
-            cond, notes = resolve(mod.DEFAULTS, t.row.conditions)
+            cond, notes = resolve(mod.DEFAULTS, t.row.conditions,
+                                  getattr(mod, "PASSES", ("forward",)))
             results.append(Result(
                 t.claim, job.experiment, "not-run",
                 expected=t.magnitude.as_dict() if t.magnitude else None,
@@ -446,7 +447,8 @@ def _run_job(s: Session, ctx, job: Job, on_event: Event) -> list[Result]:
     cache: dict[str, dict[str, Any]] = {}
     results = []
     for t in job.targets:
-        cond, notes = resolve(mod.DEFAULTS, t.row.conditions)
+        cond, notes = resolve(mod.DEFAULTS, t.row.conditions,
+                              getattr(mod, "PASSES", ("forward",)))
         judged = []
         for i, combo in enumerate(combos):
             key = json.dumps([cond, combo], sort_keys=True, default=str)

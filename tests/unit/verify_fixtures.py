@@ -28,6 +28,9 @@ ROWS = [
     ("roofline", "roofline-efficiency", "qualitative", {"d_model": 8, "state_dim": 8,
                                                         "tokens": 64}),
     ("share", "ssd-matmul-share", "qualitative", SSD),
+    ("memory", "ssd-head-dim-memory", "P=16", {"width": 32, "head_dim": 16, "base_head_dim": 8,
+                                               "state_dim": 8, "tokens": 64, "seq_len": 32,
+                                               "chunk_size": 16}),
     ("quadratic", "chunked-vs-quadratic", "qualitative", {k: SSD[k] for k in
                                                           ("tokens", "heads", "head_dim",
                                                            "state_dim", "chunk_size")}),
@@ -52,7 +55,7 @@ def write_kb(root: Path) -> Path:
         shutil.copytree(bundled_root() / "records" / folder, root / "records" / folder)
     (root / "records" / "evidence").mkdir(parents=True)
     claims = " ".join(f"Claim {rid} holds." for rid, *_ in ROWS)
-    prose = f"A test class. {claims} 2-8x 2K 6x 64 20-30%"
+    prose = f"A test class. {claims} 2-8x 2K 6x 64 P=16 20-30%"
     rows = [
         {"id": rid, "quantity": "bf16_tensor_flops", "effect": f"Claim {rid} holds.",
          "magnitude": mag, "basis": "unverified", "conditions": cond,

@@ -35,19 +35,27 @@ class Judgement:
     reason: str | None = None
 
 
-def resolve(defaults: dict[str, Any], row: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def resolve(defaults: dict[str, Any], row: dict[str, Any],
+            passes: tuple[str, ...] = ("forward",)) -> tuple[dict[str, Any], list[str]]:
     """Merge a claim row's conditions over the experiment's defaults.
 
-    Returns (conditions used, notes on conditions that could not be honoured). Only the forward
-    pass is measured: a row asking for another pass is noted.
+    Returns (conditions used, notes on conditions that could not be honoured). `pass` is read
+    as forward | backward | forward+backward (aliases in _training.ALIASES); a pass the experiment
+    does not measure (`passes`, its module's PASSES) is noted and the forward pass measured.
     """
+    from flopkb.verify.experiments._training import normalise
+
     cond = dict(defaults)
     notes: list[str] = []
     for key, value in row.items():
         if key == "pass":
-            if str(value).lower() not in {"forward", "fwd", "prefill", "inference"}:
-                notes.append(f"pass={value} not measured: forward pass only")
-            cond["pass"] = "forward"
+            wanted = normalise(value)
+            if wanted in passes:
+                cond["pass"] = wanted
+            else:
+                notes.append(f"pass={value} not measured: this experiment measures "
+                             f"{', '.join(passes)}")
+                cond["pass"] = "forward"
         elif key == "hardware":
             # The source's own hardware: recorded beside the run, never "honoured".
             cond["source_hardware"] = value

@@ -33,3 +33,22 @@ def timed_matmul(ctx: Context, label: str, fn, m: int, k: int, n: int, **point: 
                        for i in range(1, ctx.rotations(per_set))]
     return ctx.time(label, fn, sets, flops=cost.flops(m, n, k), nbytes=cost.bytes_moved(m, n, k),
                     m=m, n=n, k=k, **point)
+
+
+def timed_linear(ctx: Context, label: str, fn, m: int, k: int, n: int, pass_: str,
+                 **point: Any):
+    """A linear layer's GEMM y = x [m, k] @ w [k, n] in the given pass: forward (1 GEMM),
+    forward+backward (3: y, dx, dw) or backward (2), by torch autograd over `fn`. The forward
+    output is checked; the floor counts the GEMMs the pass runs."""
+    from flopkb.verify.experiments import _training
+
+    if pass_ == "forward":
+        return timed_matmul(ctx, label, fn, m, k, n, **point)
+    cost = ctx.load("gemm", "cost")
+    a, b = bf16(ctx, m, k), bf16(ctx, k, n, seed=1)
+    check_rows(ctx, label, fn(a, b), a, b)
+    gemms = 3 if pass_ == "forward+backward" else 2
+    step, args = _training.step(fn, (a, b), (0, 1), pass_)
+    return ctx.time(label, step, [args], flops=gemms * cost.flops(m, n, k),
+                    nbytes=gemms * cost.bytes_moved(m, n, k), m=m, n=n, k=k, pass_=pass_,
+                    **point)

@@ -12,7 +12,7 @@ from typing import Any
 
 from flopkb.verify import stats
 from flopkb.verify.context import Context, ExperimentError
-from flopkb.verify.experiments import _ssd
+from flopkb.verify.experiments import _ssd, _training
 from flopkb.verify.experiments._common import Judgement, Measurement, judge_ratio, point_row
 from flopkb.verify.stats import Interval, ratio_interval
 
@@ -78,9 +78,12 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
                            nbytes=acost.bytes_moved(b, steps, h, d),
                            batch=b, steps=steps, heads=h, headdim=d)
             r = ratio_interval(t_a, t_c)
-            rows.append(point_row(seq_len=steps, batch=b, attention_ms=t_a.median_ms,
-                                  ssd_ms=t_c.median_ms, ratio=r.value, ratio_low=r.low,
-                                  ratio_high=r.high))
+            row = point_row(seq_len=steps, batch=b, attention_ms=t_a.median_ms,
+                            ssd_ms=t_c.median_ms, ratio=r.value, ratio_low=r.low,
+                            ratio_high=r.high)
+            if not ctx.quick:
+                row.update(_training_point(ctx, ssd, att, shape, qkv))
+            rows.append(row)
     xs = [r["seq_len"] for r in rows]
     ratios = [Interval(r["ratio"], r["ratio_low"], r["ratio_high"]) for r in rows]
     cross = stats.crossover(xs, ratios)
@@ -89,7 +92,31 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
                                               "SSD chunked": "ssd_ms"},
             "logx": True, "logy": True, "vline": cross.value, "vline_label": "crossover"}
     data = {"crossover": cross.as_dict(), "attention_backend": backend_ran}
+    trained = [r for r in rows if "train_ratio" in r]
+    if len(trained) >= 2:
+        data["train_crossover"] = stats.crossover(
+            [r["seq_len"] for r in trained],
+            [Interval(r["train_ratio"], r["train_ratio_low"], r["train_ratio_high"])
+             for r in trained]).as_dict()
     return Measurement(data, rows, dict(cond), plot)
+
+
+def _training_point(ctx: Context, ssd: Any, att: Any, shape: dict[str, int],
+                    qkv: tuple) -> dict[str, Any]:
+    """The same length as a training step (forward+backward; SDPA's own flash backward): where
+    the crossover and the 16K ratio move in training. The verdict stays on the forward pass."""
+    fb = "forward+backward"
+    steps = shape["steps"]
+    t_c = _training.optional_step(ctx, f"ssd T={steps} {fb}", ssd.fn,
+                                  ssd.prepare(_ssd.make(ctx, shape)), fb, **shape)
+    t_a = _training.optional_step(ctx, f"attention T={steps} {fb}",
+                                  lambda *a: att.causal_attention(*a, backend=BACKEND), qkv, fb,
+                                  steps=steps)
+    if t_c is None or t_a is None:
+        return {}
+    r = ratio_interval(t_a, t_c)
+    return {"train_attention_ms": t_a.median_ms, "train_ssd_ms": t_c.median_ms,
+            "train_ratio": r.value, "train_ratio_low": r.low, "train_ratio_high": r.high}
 
 
 def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from flopkb.verify.context import Context
-from flopkb.verify.experiments import _scan, _ssd
+from flopkb.verify.experiments import _scan, _ssd, _training
 from flopkb.verify.experiments._common import (
     Judgement,
     Measurement,
@@ -77,11 +77,36 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
             rows.append(point_row(seq_len=steps, state_dim=dstate, scan_ms=t_s.median_ms,
                                   ssd_ms=t_c.median_ms, ratio=r.value, ratio_low=r.low,
                                   ratio_high=r.high))
+    if not ctx.quick:
+        rows.append(_training_row(ctx, cond, ssd, scan, rows[0]))
     plot = {"kind": "lines", "x": "state_dim", "xlabel": "state size N",
-            "ylabel": "time (ms)", "filter": {"seq_len": rows[0]["seq_len"]},
+            "ylabel": "forward time (ms)",
+            "filter": {"seq_len": rows[0]["seq_len"], "pass": None},
             "series": {"Mamba-1 selective scan": "scan_ms", "SSD chunked": "ssd_ms"},
             "logx": True}
     return Measurement({"primary": rows[0]}, rows, dict(cond), plot)
+
+
+def _training_row(ctx: Context, cond: dict[str, Any], ssd: Any, scan: Any,
+                  at: dict[str, Any]) -> dict[str, Any]:
+    """The claim's point as a training step (forward+backward): where the ratio moves in
+    training. The verdict stays on the paper's forward condition."""
+    shape = _ssd.shape_of(cond, at["seq_len"], at["state_dim"])
+    dim, batch = shape["heads"] * shape["headdim"], shape["batch"]
+    fb = "forward+backward"
+    tag = f"T={at['seq_len']} N={at['state_dim']}"
+    t_c = _training.optional_step(ctx, f"ssd {tag} {fb}", ssd.fn,
+                                  ssd.prepare(_ssd.make(ctx, shape)), fb, **shape)
+    t_s = _training.optional_step(
+        ctx, f"selective_scan {tag} {fb}", scan.fn,
+        _scan.layer_inputs(batch, dim, at["seq_len"], at["state_dim"], device=ctx.device), fb,
+        batch=batch, dim=dim)
+    row = {"seq_len": at["seq_len"], "state_dim": at["state_dim"], "pass": fb}
+    if t_c is None or t_s is None:
+        return row
+    r = ratio_interval(t_s, t_c)
+    return point_row(**row, scan_ms=t_s.median_ms, ssd_ms=t_c.median_ms, ratio=r.value,
+                     ratio_low=r.low, ratio_high=r.high)
 
 
 def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:

@@ -121,7 +121,12 @@ def build(search: list[Path], parts: tuple[str, ...] = ("fwd", "bwd")) -> tuple[
     prebuilt = os.environ.get("FLOPKB_MAMBA_EXT")
     try:
         if prebuilt:
-            module, what = _load_so(Path(prebuilt)), f"prebuilt {Path(prebuilt).name}"
+            try:
+                origin = f", from {find_sdist(search).name}"
+            except PeerUnavailable:
+                origin = ""
+            module = _load_so(Path(prebuilt))
+            what = f"prebuilt {Path(prebuilt).name} (FLOPKB_MAMBA_EXT{origin})"
         else:
             module, what = _compile(find_sdist(search), parts)
     except PeerUnavailable:
@@ -158,29 +163,33 @@ def _compile(sdist: Path, parts: tuple[str, ...]) -> tuple[Any, str]:
 
 def scan_fn(module: Any) -> Callable:
     """selective_scan(u, delta, A, B, C, D, delta_bias, delta_softplus) -> y, differentiable:
-    Mamba's own `fwd` and `bwd` entry points wrapped in an autograd Function."""
+    Mamba's own `fwd` and `bwd` entry points wrapped in an autograd Function. B and C come in
+    the bundled kernels' [B, N, T] layout; Mamba's kernel takes them with a group axis,
+    [B, 1, N, T] (a view, no copy)."""
     import torch
 
     class _MambaScan(torch.autograd.Function):
         @staticmethod
         def forward(ctx, u, delta, A, B, C, D, delta_bias, softplus):
-            out, x, *_ = module.fwd(u, delta, A, B, C, D, None, delta_bias, softplus)
-            ctx.save_for_backward(u, delta, A, B, C, D, delta_bias, x)
+            B4, C4 = B.unsqueeze(1), C.unsqueeze(1)
+            out, x, *_ = module.fwd(u, delta, A, B4, C4, D, None, delta_bias, softplus)
+            ctx.save_for_backward(u, delta, A, B4, C4, D, delta_bias, x)
             ctx.softplus = softplus
             return out
 
         @staticmethod
         def backward(ctx, dout):
-            u, delta, A, B, C, D, delta_bias, x = ctx.saved_tensors
+            u, delta, A, B4, C4, D, delta_bias, x = ctx.saved_tensors
             du, ddelta, dA, dB, dC, dD, ddelta_bias, *_ = module.bwd(
-                u, delta, A, B, C, D, None, delta_bias, dout.contiguous(), x, None, None,
+                u, delta, A, B4, C4, D, None, delta_bias, dout.contiguous(), x, None, None,
                 ctx.softplus, False)
-            return du, ddelta, dA, dB, dC, dD, ddelta_bias, None
+            return (du, ddelta, dA, dB.squeeze(1), dC.squeeze(1), dD, ddelta_bias, None)
 
     def run(u, delta, A, B, C, D=None, delta_bias=None, delta_softplus=False):
         if not torch.is_grad_enabled() or not any(
                 t is not None and t.requires_grad for t in (u, delta, A, B, C, D, delta_bias)):
-            return module.fwd(u, delta, A, B, C, D, None, delta_bias, delta_softplus)[0]
+            return module.fwd(u, delta, A, B.unsqueeze(1), C.unsqueeze(1), D, None, delta_bias,
+                              delta_softplus)[0]
         return _MambaScan.apply(u, delta, A, B, C, D, delta_bias, delta_softplus)
 
     return run
