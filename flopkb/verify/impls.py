@@ -47,6 +47,7 @@ IMPLS: dict[str, ImplInfo] = {
                  "cuda-cccl"),
         ImplInfo("sdpa", "torch scaled_dot_product_attention, flash backend", "library", "torch"),
         ImplInfo("cublas", "cuBLAS through torch.matmul", "library", "torch"),
+        ImplInfo("torch", "plain PyTorch operations (einsum, cumsum, loops)", "library", "torch"),
     )
 }
 

@@ -75,6 +75,7 @@ EXPERIMENTS: dict[str, ExperimentInfo] = {
             "(the scan schedule is slower on the same math), refuted when it lies below 1",
             sweep="state size N in {64, 128} x sequence length",
             time_limit_s=35,
+            sides=(Side("schedules", ("bundled", "fla")),),
         ),
         ExperimentInfo(
             name="ssd-vs-scan",
@@ -98,8 +99,8 @@ EXPERIMENTS: dict[str, ExperimentInfo] = {
             "crossover length where the ratio crosses 1 (log-log interpolation)",
             criterion="'crossover at L': crossover interval inside [L/sqrt2, L*sqrt2]; "
             "'Rx at L': ratio at L vs R widened by the tolerance",
-            sweep="sequence length 512 .. 16K at fixed batch*length",
-            time_limit_s=45,
+            sweep="sequence length 512 .. 16K at fixed batch*length; each also as a training step",
+            time_limit_s=90,
             sides=(SSD_SIDE, Side("attention", ("sdpa",))),
         ),
         ExperimentInfo(
@@ -111,8 +112,8 @@ EXPERIMENTS: dict[str, ExperimentInfo] = {
             measures="time ratio t(in_proj + scan + out_proj) / t(MLP up + down), forward, "
             "d_model d, expand 2, MLP 4d",
             criterion="qualitative 'slower': ratio interval above 1 + tolerance",
-            sweep="state size N in {16, 64}",
-            time_limit_s=25,
+            sweep="state size N in {16, 64}; forward and forward+backward",
+            time_limit_s=45,
             sides=(SCAN_SIDE, Side("mlp", ("cublas",))),
         ),
         ExperimentInfo(
@@ -125,6 +126,7 @@ EXPERIMENTS: dict[str, ExperimentInfo] = {
             criterion="qualitative 'shared decay is cheaper': ratio interval above 1 + tolerance",
             sweep="state size N in {64, 128} x sequence length",
             time_limit_s=30,
+            sides=(Side("kernels", ("bundled", "fla")),),
         ),
         ExperimentInfo(
             name="roofline-efficiency",
@@ -186,6 +188,7 @@ EXPERIMENTS: dict[str, ExperimentInfo] = {
             "(ratio interval <= 1 + tol), refuted when clearly slower",
             sweep="chunk size Q in {32, 64, 128, 256} x state size",
             time_limit_s=30,
+            sides=(Side("ssd", ("bundled", "mamba_ssm")),),
         ),
         ExperimentInfo(
             name="kernel-vs-pytorch",
@@ -198,6 +201,7 @@ EXPERIMENTS: dict[str, ExperimentInfo] = {
             "1 + tolerance",
             sweep="sequence length",
             time_limit_s=30,
+            sides=(SSD_SIDE, Side("pytorch", ("torch",))),
         ),
         ExperimentInfo(
             name="gemm-ruggedness",

@@ -30,7 +30,6 @@ def cpu_check(ctx: Context) -> None:
 
 
 def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
-    k = _ssd.kernels(ctx)
     steps, n0 = size_of(cond["seq_len"]), int(cond["state_dim"])
     rows = []
     best: dict[int, Any] = {}
@@ -42,11 +41,11 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
             if not ctx.more(len(rows)):
                 break
             with ctx.optional(len(rows)):
-                y = k["chunked"].ssd_chunked(*args, chunk_size=q)
-                _ssd.check_against_reference(ctx, f"ssd.chunked.ssd_chunked[Q={q}]", y, args)
+                ssd = _ssd.chunked_impl(ctx, q)
+                _ssd.check_against_reference(ctx, f"chunked SSD [Q={q}]", ssd(*args), args)
                 f, b = _ssd.costs(ctx, "chunked", shape, q)
-                timings[q] = ctx.time(f"Q={q} N={dstate}", lambda *a, q=q: k["chunked"].ssd_chunked(
-                    *a, chunk_size=q), [args], flops=f, nbytes=b, chunk=q, **shape)
+                timings[q] = ctx.time(f"Q={q} N={dstate}", ssd.fn, ssd.sets([args]), flops=f,
+                                      nbytes=b, chunk=q, **shape)
                 rows.append(point_row(state_dim=dstate, chunk_size=q, ms=timings[q].median_ms,
                                       p10_ms=timings[q].p10_ms, p90_ms=timings[q].p90_ms))
         best[dstate] = timings

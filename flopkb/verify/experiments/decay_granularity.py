@@ -3,6 +3,7 @@ state channel (GLA / HGRN2: a vector over N per head and step), same shapes and 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from flopkb.verify.context import Context
@@ -46,11 +47,39 @@ def cpu_check(ctx: Context) -> None:
               ref.ssd_per_channel_reference(x, dt, g, Bm, Cm, D))
 
 
-def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
+def _pair(ctx: Context, chunk: int) -> tuple[Any, Any, Callable[[tuple, Any], tuple]]:
+    """(scalar-decay fn, per-channel-decay fn, prepare(ssd args, log decay) -> (scalar args,
+    per-channel args)) for the implementation chosen for the "kernels" side: the bundled chunked
+    kernels, or fla's chunk_simple_gla (one decay per head) and chunk_gla (one per key
+    channel), called with SSD's arguments (q = C, k = B per head, v = x * dt) plus the D skip."""
+    if ctx.impl("kernels") == "fla":
+        from flopkb.verify.peers import fla
+
+        ops, version = fla.ops()
+        ctx.describe_impl("kernels", f"peer:{version} chunk_simple_gla vs chunk_gla")
+
+        def prepare_fla(args: tuple, logd: Any) -> tuple[tuple, tuple]:
+            q, k, v, g, x, D = _ssd.gla_inputs(args)
+            return (q, k, v, g, x, D), (q, k, v, logd, x, D)
+
+        return (_ssd.gla_as_ssd(ops["chunk_simple_gla"]), _ssd.gla_as_ssd(ops["chunk_gla"]),
+                prepare_fla)
     k = _ssd.kernels(ctx)
     pc = ctx.load("ssd", "per_channel")
+    ctx.describe_impl("kernels", "bundled ssd_chunked vs ssd_chunked_per_channel")
+
+    def prepare(args: tuple, logd: Any) -> tuple[tuple, tuple]:
+        x, dt, _, Bm, Cm, D = args
+        return args, (x, dt, logd, Bm, Cm, D)
+
+    return (lambda *a: k["chunked"].ssd_chunked(*a, chunk_size=chunk),
+            lambda *a: pc.ssd_chunked_per_channel(*a, chunk_size=chunk), prepare)
+
+
+def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     ref = ctx.load("ssd", "reference")
     chunk = int(cond["chunk_size"])
+    scalar_fn, channel_fn, prepare = _pair(ctx, chunk)
     t0, n0 = size_of(cond["seq_len"]), int(cond["state_dim"])
     pts = [(t0, n0)] + ([] if ctx.quick else [(t0, 128 if n0 != 128 else 64), (16384, n0)])
     rows = []
@@ -61,22 +90,22 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
             shape = _ssd.shape_of(cond, steps, dstate)
             args = _ssd.make(ctx, shape)
             logd = _log_decay(args, 0)
-            x, dt, _, Bm, Cm, D = args
-            y_pc = pc.ssd_chunked_per_channel(x, dt, logd, Bm, Cm, D, chunk_size=chunk)
-            y_sc = k["chunked"].ssd_chunked(*args, chunk_size=chunk)
-            _ssd.check_against_reference(ctx, "ssd.chunked.ssd_chunked", y_sc, args)
+            _, _, _, _, _, D = args
+            sc_args, pc_args = prepare(args, logd)
+            y_pc = channel_fn(*pc_args)
+            y_sc = scalar_fn(*sc_args)
+            _ssd.check_against_reference(ctx, "one decay per head", y_sc, args)
             n = min(_ssd.PREFIX, steps)
             px, pdt, _, pB, pC, _ = ssd_prefix(args, n)
-            ctx.check("ssd.per_channel.ssd_chunked_per_channel", y_pc[:1, :n],
+            ctx.check("one decay per channel", y_pc[:1, :n],
                       ref.ssd_per_channel_reference(px, pdt, logd[:1, :n].contiguous(), pB, pC, D))
             f, b = _ssd.costs(ctx, "chunked", shape, chunk)
             extra = logd.numel() * 4
             tag = f"T={steps} N={dstate}"
-            t_sc = ctx.time(f"scalar decay {tag}", lambda *a: k["chunked"].ssd_chunked(
-                *a, chunk_size=chunk), [args], flops=f, nbytes=b, **shape)
-            t_pc = ctx.time(f"per-channel decay {tag}", lambda *a: pc.ssd_chunked_per_channel(
-                *a, chunk_size=chunk), [(x, dt, logd, Bm, Cm, D)], flops=f, nbytes=b + extra,
-                **shape)
+            t_sc = ctx.time(f"scalar decay {tag}", scalar_fn, [sc_args], flops=f, nbytes=b,
+                            **shape)
+            t_pc = ctx.time(f"per-channel decay {tag}", channel_fn, [pc_args], flops=f,
+                            nbytes=b + extra, **shape)
             r = ratio_interval(t_pc, t_sc)
             rows.append(point_row(seq_len=steps, state_dim=dstate, scalar_ms=t_sc.median_ms,
                                   per_channel_ms=t_pc.median_ms, ratio=r.value, ratio_low=r.low,

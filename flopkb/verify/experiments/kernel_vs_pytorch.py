@@ -51,6 +51,7 @@ def _torch_forms(ref: Any, shape: dict[str, int]) -> dict[str, Any]:
 def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     k = _ssd.kernels(ctx)
     chunk = int(cond["chunk_size"])
+    ssd = _ssd.chunked_impl(ctx, chunk)
     rows = []
     for steps in QUICK if ctx.quick else FULL:
         if not ctx.more(len(rows)):
@@ -58,11 +59,11 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
         with ctx.optional(len(rows)):
             shape = _ssd.shape_of({**cond, "tokens": int(cond["batch"]) * steps}, steps)
             args = _ssd.make(ctx, shape)
-            y = k["chunked"].ssd_chunked(*args, chunk_size=chunk)
-            _ssd.check_against_reference(ctx, "ssd.chunked.ssd_chunked", y, args)
+            y = ssd(*args)
+            _ssd.check_against_reference(ctx, "chunked SSD kernel", y, args)
             f, b = _ssd.costs(ctx, "chunked", shape, chunk)
-            t_k = ctx.time(f"kernel T={steps}", lambda *a: k["chunked"].ssd_chunked(
-                *a, chunk_size=chunk), [args], flops=f, nbytes=b, **shape)
+            t_k = ctx.time(f"kernel T={steps}", ssd.fn, ssd.sets([args]), flops=f, nbytes=b,
+                           **shape)
             best = None
             row = point_row(seq_len=steps, kernel_ms=t_k.median_ms)
             for name, fn in _torch_forms(k["reference"], shape).items():

@@ -45,9 +45,27 @@ def points(cond: dict[str, Any], quick: bool) -> list[tuple[int, int]]:
     return pts[:2] if quick else pts
 
 
-def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
+def _schedules(ctx: Context, chunk: int) -> tuple[_ssd.Impl, _ssd.Impl]:
+    """(chunked, scan) schedules of the same SSD math for the "schedules" side: the bundled
+    kernels, or fla's chunk_simple_gla and fused_recurrent_simple_gla."""
+    if ctx.impl("schedules") == "fla":
+        from flopkb.verify.peers import fla
+
+        ops, version = fla.ops()
+        ctx.describe_impl("schedules",
+                          f"peer:{version} chunk_simple_gla vs fused_recurrent_simple_gla")
+        return (_ssd.Impl(_ssd.gla_as_ssd(ops["chunk_simple_gla"]), version, _ssd.gla_inputs),
+                _ssd.Impl(_ssd.gla_as_ssd(ops["fused_recurrent_simple_gla"]), version,
+                          _ssd.gla_inputs))
     k = _ssd.kernels(ctx)
+    ctx.describe_impl("schedules", f"bundled ssd_chunked (chunk {chunk}) vs ssd_scan")
+    return (_ssd.Impl(lambda *a: k["chunked"].ssd_chunked(*a, chunk_size=chunk), "bundled"),
+            _ssd.Impl(k["scan"].ssd_scan, "bundled"))
+
+
+def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     chunk = int(cond["chunk_size"])
+    chunked, scan = _schedules(ctx, chunk)
     rows = []
     for steps, dstate in points(cond, ctx.quick):
         if not ctx.more(len(rows)):
@@ -55,19 +73,19 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
         with ctx.optional(len(rows)):
             shape = _ssd.shape_of(cond, steps, dstate)
             args = _ssd.make(ctx, shape)
-            y_chunk = k["chunked"].ssd_chunked(*args, chunk_size=chunk)
-            y_scan = k["scan"].ssd_scan(*args)
-            _ssd.check_against_reference(ctx, "ssd.chunked.ssd_chunked", y_chunk, args)
-            _ssd.check_against_reference(ctx, "ssd.scan.ssd_scan", y_scan, args)
-            ctx.check("ssd_scan vs ssd_chunked (full length)", y_scan, y_chunk.float())
+            y_chunk = chunked(*args)
+            y_scan = scan(*args)
+            _ssd.check_against_reference(ctx, "chunked schedule", y_chunk, args)
+            _ssd.check_against_reference(ctx, "scan schedule", y_scan, args)
+            ctx.check("scan vs chunked schedule (full length)", y_scan, y_chunk.float())
             sets = _ssd.arg_sets(ctx, shape, args)
             f_c, b_c = _ssd.costs(ctx, "chunked", shape, chunk)
             f_s, b_s = _ssd.costs(ctx, "scan", shape)
             tag = f"T={steps} N={dstate}"
-            t_c = ctx.time(f"chunked {tag}",
-                           lambda *a: k["chunked"].ssd_chunked(*a, chunk_size=chunk),
-                           sets, flops=f_c, nbytes=b_c, **shape)
-            t_s = ctx.time(f"scan {tag}", k["scan"].ssd_scan, sets, flops=f_s, nbytes=b_s, **shape)
+            t_c = ctx.time(f"chunked {tag}", chunked.fn, chunked.sets(sets), flops=f_c,
+                           nbytes=b_c, **shape)
+            t_s = ctx.time(f"scan {tag}", scan.fn, scan.sets(sets), flops=f_s, nbytes=b_s,
+                           **shape)
             r = ratio_interval(t_s, t_c)
             rows.append(point_row(seq_len=steps, state_dim=dstate, scan_ms=t_s.median_ms,
                                   chunked_ms=t_c.median_ms, ratio=r.value, ratio_low=r.low,
