@@ -102,9 +102,12 @@ def closest_span(prose: str, effect: str) -> str:
 
 def _confirmed_on(kb: KnowledgeBase) -> dict[str, set[str]]:
     """claim id -> accelerators whose newest measurement of it is `confirmed` (a later refutation
-    on the same part withdraws the confirmation; a later error does not)."""
+    on the same part withdraws the confirmation; a later error does not). Evidence whose
+    conditions say `simulation: true` (one part standing in for others) never counts."""
     out: dict[str, set[str]] = {}
     for (claim, acc), ev in latest(kb, measuring_only=True).items():
+        if ev.conditions.get("simulation") is True:
+            continue
         if claim and acc and ev.verdict is Verdict.confirmed:
             out.setdefault(claim, set()).add(acc)
     return out

@@ -15,6 +15,9 @@ from flopkb.kernelpkg import kernels_dir
 from flopkb.verify import registry
 
 MISSING = "missing"
+# What counts as kernel source below an operator folder: Python/Triton and CUDA (a kernel built
+# from a .cu at run time, e.g. reduction/cub_levels.cu, stales its evidence when it changes).
+SOURCE_SUFFIXES = frozenset({".py", ".cu", ".cuh"})
 
 
 def sha256_file(path: Path) -> str:
@@ -35,7 +38,8 @@ def kernels_root(kb_root: Path | None) -> Path | None:
 def kernel_files(kb_root: Path | None, experiment: str) -> list[str]:
     """The kernel source files of `experiment`, relative to kernels/, sorted.
 
-    A registry entry ending in "/" expands to every *.py below that folder; an entry naming a
+    A registry entry ending in "/" expands to every kernel source (SOURCE_SUFFIXES) below that
+    folder; an entry naming a
     missing file is kept, so its absence shows as MISSING in the hashes.
     """
     folder = kernels_dir(kernels_root(kb_root))
@@ -45,8 +49,9 @@ def kernel_files(kb_root: Path | None, experiment: str) -> list[str]:
             base = folder / entry
             if base.is_dir():
                 files.update(
-                    p.relative_to(folder).as_posix() for p in base.rglob("*.py")
-                    if "__pycache__" not in p.parts
+                    p.relative_to(folder).as_posix() for p in base.rglob("*")
+                    if p.suffix in SOURCE_SUFFIXES and p.is_file()
+                    and "__pycache__" not in p.parts
                 )
         else:
             files.add(entry)

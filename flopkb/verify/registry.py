@@ -6,8 +6,8 @@ experiment runs. The code of experiment NAME lives in `flopkb/verify/experiments
 is imported only when the experiment runs.
 
 `kernels` entries are paths relative to the KB's `kernels/` folder; an entry ending in "/" stands
-for every `*.py` file below that folder, so a kernel module added or renamed inside an operator's
-folder still counts towards the hash.
+for every kernel source below that folder (`*.py`, `*.cu`, `*.cuh`), so a kernel module added or
+renamed inside an operator's folder still counts towards the hash.
 """
 
 from __future__ import annotations
@@ -42,6 +42,11 @@ _PLATFORM = ("_platform.py",)
 # The sides that several experiments share.
 SSD_SIDE = Side("ssd", ("bundled", "mamba_ssm", "fla"))
 SCAN_SIDE = Side("scan", ("bundled", "mamba_cuda"))
+# D1 and D3 are about CCCL's own levels: CUB first, our atomic / fixed-order pair beside it.
+REDUCTION_SIDE = Side("reduction", ("cub", "bundled"))
+_REDUCTION = ("reduction/atomic.py", "reduction/ordered.py", "reduction/_partial.py",
+              "reduction/_checks.py", "reduction/reference.py")
+_CUB = ("reduction/cub.py", "reduction/cub_levels.cu")
 
 EXPERIMENTS: dict[str, ExperimentInfo] = {
     info.name: info
@@ -239,26 +244,55 @@ EXPERIMENTS: dict[str, ExperimentInfo] = {
         ExperimentInfo(
             name="reduction-determinism",
             module="determinism",
-            title="Atomic vs fixed-order float reduction: distinct bitwise results over repeats",
+            title="Float sums at CCCL's determinism levels: distinct bitwise results over repeats",
             claims=("D1",),
-            kernels=("reduction/",),
-            measures="number of distinct bitwise results over repeated runs, per reduction",
-            criterion="confirmed when the atomic reduction gives > 1 distinct results and the "
-            "fixed-order one exactly 1; refuted when the fixed-order one varies",
-            sweep="element count 1M .. 64M",
-            time_limit_s=15,
+            kernels=(*_REDUCTION, *_CUB),
+            measures="number of distinct bitwise results over repeated runs, per level (CUB's "
+            "not_guaranteed, run_to_run, gpu_to_gpu) or per bundled sum (atomic, fixed order); "
+            "beside them a scatter-add (index_add_) without and with torch's deterministic mode: "
+            "distinct results and time",
+            criterion="cub: confirmed when run_to_run and gpu_to_gpu each give exactly 1 result "
+            "and the levels are told apart, refuted when either gives more (not_guaranteed's "
+            "count is reported, not required above 1); bundled: confirmed when the atomic sum "
+            "gives > 1 and the fixed-order one exactly 1, refuted when the fixed-order one varies",
+            sweep="element count 1M .. 64M; scatter-add 16M into 4096 bins",
+            # the first use builds cub_levels.cu (about 20-40 s of nvcc), cached after
+            time_limit_s=60,
+            sides=(REDUCTION_SIDE,),
         ),
         ExperimentInfo(
             name="determinism-overhead",
             module="determinism_overhead",
-            title="Cost of a deterministic (fixed-order) reduction vs the atomic one",
+            title="Cost of a stricter determinism level: CUB gpu_to_gpu vs run_to_run",
             claims=("D3",),
-            kernels=("reduction/",),
-            measures="time ratio t(fixed order) / t(atomic)",
-            criterion="qualitative 'has an overhead': ratio interval above 1 + tolerance; "
-            "refuted when below 1",
+            kernels=(*_REDUCTION, *_CUB, "reduction/cost.py"),
+            measures="time ratio t(gpu_to_gpu) / t(run_to_run) of CUB's single-phase Sum, "
+            "event-timed (it allocates per call: no CUDA graph); bundled: t(fixed order) / "
+            "t(atomic), graph-timed",
+            criterion="qualitative 'has an overhead': ratio interval above 1 + tolerance at the "
+            "claim's point (or the first larger size that is not launch-bound), refuted when "
+            "below 1; the '20-30%' row: percent overhead at the large "
+            "inputs (64M and 256M fp32, launch-bound points excluded) inside the claimed range "
+            "widened by the tolerance (cub only; not applicable to the bundled pair)",
             sweep="element count 1M .. 256M",
-            time_limit_s=20,
+            time_limit_s=60,
+            sides=(REDUCTION_SIDE,),
+        ),
+        ExperimentInfo(
+            name="reduction-partition-simulation",
+            module="partition_sim",
+            title="run_to_run across parts, simulated on one GPU: the partition follows sm_count",
+            claims=("D2",),
+            kernels=("reduction/partitioned.py", *_REDUCTION, *_CUB),
+            measures="distinct bitwise sums over the even-share partitions the KB's SM counts "
+            "imply (bundled fixed-order sum), or over rotations of the input (CUB run_to_run vs "
+            "gpu_to_gpu); each configuration repeated",
+            criterion="a SIMULATION (conditions.simulation: true, never backs basis: measured): "
+            "confirmed when the partitions (rotations) give more than one bit pattern while each "
+            "repeats (and CUB's gpu_to_gpu gives one); inconclusive otherwise; never refuted",
+            sweep="one grid per distinct SM count in the KB, 64M fp32, 3 inputs",
+            time_limit_s=60,
+            sides=(Side("reduction", ("bundled", "cub")),),
         ),
     )
 }

@@ -94,6 +94,8 @@ EXPERIMENTS = {
     "int8-gemm/int8-native-beats-emulated": "int8-native-vs-emulated",
     "gpu-reduction/determinism-levels": "reduction-determinism",
     "gpu-reduction/gpu-to-gpu-overhead": "determinism-overhead",
+    "gpu-reduction/gpu-to-gpu-overhead-figure": "determinism-overhead",
+    "gpu-reduction/run-to-run-not-cross-hardware": "reduction-partition-simulation",
 }
 REQUIRED_QUANTITIES = [
     "bf16_tensor_flops",

@@ -229,3 +229,44 @@ def test_a_later_error_does_not_withdraw_a_confirmation(tmp_path):
     ev_io.write_evidence(_record("ev-2", claim, exp, {"a": "b"}, "error", later), folder)
     kb, _ = load_kb(root)
     assert _confirmed_on(kb) == {claim: {"h200-sxm"}}
+
+
+def test_cuda_sources_in_a_kernel_folder_count_towards_the_hash(tmp_path):
+    root = write_kb(tmp_path)
+    shutil.copytree(bundled_root() / "kernels", root / "kernels",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    folder = root / "records" / "evidence"
+    ev_io.write_evidence(_record("ev-a", "test-class/ssd-scan", "ssd-vs-scan",
+                                 hashing.current_hashes(root, "ssd-vs-scan")), folder)
+    (root / "kernels" / "ssd" / "helper.cuh").write_text("// new\n")
+    (root / "kernels" / "ssd" / "notes.txt").write_text("not a kernel source\n")
+    kb, _ = load_kb(root)
+    [stale] = hashing.stale_evidence(kb)
+    assert stale.added == ("ssd/helper.cuh",)
+    ev_io.write_evidence(_record("ev-b", "test-class/ssd-scan", "ssd-vs-scan",
+                                 hashing.current_hashes(root, "ssd-vs-scan"),
+                                 when=WHEN + dt.timedelta(hours=1)), folder)
+    (root / "kernels" / "ssd" / "helper.cuh").write_text("// changed\n")
+    kb, _ = load_kb(root)
+    [stale] = hashing.stale_evidence(kb)
+    assert stale.evidence == "ev-b" and stale.changed == ("ssd/helper.cuh",)
+
+
+def test_simulation_evidence_never_backs_rule_3(tmp_path):
+    from flopkb.check.provenance import _confirmed_on
+
+    root = write_kb(tmp_path)
+    folder = root / "records" / "evidence"
+    claim, exp = "test-class/partition", "reduction-partition-simulation"
+    ev_io.write_evidence(_record("ev-1", claim, exp, {"a": "b"}, "confirmed").model_copy(
+        update={"conditions": {"simulation": True}}), folder)
+    kb, _ = load_kb(root)
+    assert _confirmed_on(kb) == {}
+    # the unverified row is not told it could be `measured` (FKB211) on a simulation's word
+    assert not [f for f in run_checks(kb) if f.rule == "FKB211" and claim in f.message]
+    ev_io.write_evidence(_record("ev-2", claim, exp, {"a": "b"}, "confirmed",
+                                 WHEN + dt.timedelta(hours=1)).model_copy(
+        update={"conditions": {"simulation": False}}), folder)
+    kb, _ = load_kb(root)
+    assert _confirmed_on(kb) == {claim: {"h200-sxm"}}
+    assert [f for f in run_checks(kb) if f.rule == "FKB211" and claim in f.message]

@@ -62,7 +62,33 @@ def cpu_gpu(monkeypatch, tmp_path):
     monkeypatch.setattr(_ssd, "PREFIX", 16)
     monkeypatch.setattr(schedule, "STATE_SWEEP", (8,))
     monkeypatch.setattr(ssd_vs_scan, "STATE_SWEEP", (8,))
+    _small_reductions(monkeypatch)
     return write_kb(tmp_path)
+
+
+class _CpuCub:
+    """CUB's levels stood in for on the CPU: an unordered, a fixed, an exact-then-rounded sum."""
+
+    description = "CPU stand-in for CUB's levels (tests)"
+
+    def sum(self, x, level):
+        if level == "not_guaranteed":
+            return x[torch.randperm(x.numel())].sum()
+        return x.sum() if level == "run_to_run" else x.double().sum().float()
+
+
+def _small_reductions(monkeypatch):
+    from flopkb.verify.experiments import _reduction, _scatter, determinism, determinism_overhead
+
+    def cub_levels(ctx, side="reduction"):
+        ctx.describe_impl(side, _CpuCub.description)
+        return _CpuCub()
+
+    monkeypatch.setattr(_reduction, "cub_levels", cub_levels)
+    monkeypatch.setattr(determinism, "SWEEP", (2048,))
+    monkeypatch.setattr(_scatter, "DEFAULTS", {"elements": 4096, "bins": 64, "repeats": 3})
+    monkeypatch.setattr(determinism_overhead, "SWEEP", (2048, 8192))
+    monkeypatch.setattr(determinism_overhead, "LARGE", 8192)
 
 
 @pytest.mark.slow
@@ -79,6 +105,8 @@ def test_gpu_pipeline_on_cpu_reaches_verdicts_and_writes_loadable_evidence(cpu_g
     assert errors == {}
     verdicts = {r.claim: r.verdict for r in results}
     assert verdicts["test-class/determinism"] in {"confirmed", "inconclusive", "refuted"}
+    # D2 is a simulation: never refuted, and its evidence says so
+    assert verdicts["test-class/partition"] in {"confirmed", "inconclusive"}
     files = sorted((root / "records" / "evidence").glob("*.yaml"))
     assert len(files) == len(results)
     for path in files:
@@ -89,3 +117,5 @@ def test_gpu_pipeline_on_cpu_reaches_verdicts_and_writes_loadable_evidence(cpu_g
             assert record.correctness and all(c["ok"] for c in record.correctness)
     kb2, findings2 = load_kb(root)
     assert not findings2 and len(kb2.evidence) == len(results)
+    [sim] = [e for e in kb2.evidence.values() if e.claim == "test-class/partition"]
+    assert sim.conditions["simulation"] is True

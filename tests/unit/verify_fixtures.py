@@ -42,6 +42,10 @@ ROWS = [
     ("int8", "int8-native-vs-emulated", "qualitative", {"size": 32}),
     ("determinism", "reduction-determinism", "qualitative", {"elements": 4096, "repeats": 5}),
     ("overhead", "determinism-overhead", "qualitative", {"elements": 4096}),
+    ("overhead-figure", "determinism-overhead", "20-30%", {"elements": 4096}),
+    # grids of 0.02 blocks per SM: 8..14 shares of 128-element tiles, few enough for the interpreter
+    ("partition", "reduction-partition-simulation", "qualitative",
+     {"elements": 8192, "repeats": 1, "seeds": 1, "tile": 128, "blocks_per_sm": 0.02}),
 ]
 
 
@@ -51,7 +55,7 @@ def write_kb(root: Path) -> Path:
         shutil.copytree(bundled_root() / "records" / folder, root / "records" / folder)
     (root / "records" / "evidence").mkdir(parents=True)
     claims = " ".join(f"Claim {rid} holds." for rid, *_ in ROWS)
-    prose = f"A test class. {claims} 2-8x 2K 6x 64 P=16"
+    prose = f"A test class. {claims} 2-8x 2K 6x 64 P=16 20-30%"
     rows = [
         {"id": rid, "quantity": "bf16_tensor_flops", "effect": f"Claim {rid} holds.",
          "magnitude": mag, "basis": "unverified", "conditions": cond,

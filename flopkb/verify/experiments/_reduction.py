@@ -25,3 +25,63 @@ def check_sum(ctx: Context, label: str, out: Any, x: Any, block: int) -> None:
                        "tolerance": bound, "ok": ok})
     if not ok:
         raise ExperimentError(f"{label}: |sum - exact| = {err:.3g} above the bound {bound:.3g}")
+
+
+# CCCL's levels, in the order the claims name them.
+LEVELS = ("not_guaranteed", "run_to_run", "gpu_to_gpu")
+# CUB's tile (256 threads x 16 items): the block size the error bound of its sums is read with.
+CUB_TILE = 4096
+
+
+def cub_levels(ctx: Context, side: str = "reduction") -> Any:
+    """CUB's DeviceReduce::Sum at the three levels, built for this GPU (kernels/reduction/cub.py).
+
+    Raises PeerUnavailable with one line (no GPU, no nvcc, no CCCL >= 3.1 headers, a failed
+    build); records exactly what ran for the evidence."""
+    from flopkb.verify.context import PeerUnavailable
+
+    if ctx.device.type != "cuda":
+        raise PeerUnavailable("CUB's determinism levels run on a CUDA GPU only")
+    cub = ctx.load("reduction", "cub")
+    try:
+        lib = cub.load(ctx.device)
+    except cub.CubUnavailable as exc:
+        raise PeerUnavailable(f"cub: {exc}") from exc
+    ctx.describe_impl(side, lib.description)
+    return lib
+
+
+def distinct(outputs: list[Any]) -> int:
+    """How many bitwise-different results (tensors of one shape and fp32 dtype) are in `outputs`."""
+    import torch
+
+    rows = torch.stack([o.reshape(-1) for o in outputs]).view(torch.int32)
+    return int(torch.unique(rows, dim=0).shape[0])
+
+
+def bits_hex(out: Any) -> str:
+    """The fp32 bit pattern of a 0-dim result, e.g. '0xc4b6c376' (stored in sweep rows)."""
+    import torch
+
+    return f"0x{int(out.reshape(1).view(torch.int32).item()) & 0xFFFFFFFF:08x}"
+
+
+def check_cub_plan(ctx: Context, capability: tuple[int, int] = (9, 0)) -> None:
+    """CPU plan mode: the nvcc command CUB's levels would be built with (headers first), or the
+    one line saying why they cannot be built here. A missing peer is not a failed check; a
+    command that would not put the CCCL headers first is."""
+    cub = ctx.load("reduction", "cub")
+    try:
+        nvcc, include = cub.find_nvcc(), cub.find_cccl_include()
+        cub.header_version(include)
+    except cub.CubUnavailable as exc:
+        ctx.checks.append({"kernel": "reduction.cub (build plan)", "ok": True,
+                           "available": False, "reason": str(exc)})
+        return
+    out = cub.cache_dir() / "<key>" / "libflopkb_cub_levels.so"
+    command = cub.build_command(nvcc, include, capability, out)
+    ok = command[6:8] == ["-I", str(include)] and command[-1] == str(cub.SOURCE)
+    ctx.checks.append({"kernel": "reduction.cub (build plan)", "ok": ok, "available": True,
+                       "command": " ".join(command)})
+    if not ok:
+        raise ExperimentError(f"the CUB build command does not put {include} first: {command}")

@@ -1,16 +1,24 @@
-"""D1: repeat an atomic float reduction and a fixed-order one on the same input and count the
-distinct bitwise results: determinism is a property of the reduction's configuration."""
+"""D1: repeat a float sum on the same input and count the distinct bitwise results, per level.
+
+Side "reduction": `cub` runs CUB's own `DeviceReduce::Sum` at CCCL's three levels
+(not_guaranteed, run_to_run, gpu_to_gpu); `bundled` runs our atomic-add sum against our
+fixed-order one (the same distinction between an unordered and a fixed combining order).
+Every run adds a scatter-add pair (`index_add_` into few bins, without and with
+torch.use_deterministic_algorithms): distinct results and time of each, since what determinism
+costs depends on the operation.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from flopkb.verify.context import Context
-from flopkb.verify.experiments import _reduction
+from flopkb.verify.experiments import _reduction, _scatter
 from flopkb.verify.experiments._common import Judgement, Measurement, point_row
 from flopkb.verify.stats import Interval
 
 DEFAULTS: dict[str, Any] = {"elements": 16 * 2**20, "repeats": 100}
+SWEEP = (2**20, 64 * 2**20)
 
 
 def cpu_check(ctx: Context) -> None:
@@ -21,43 +29,110 @@ def cpu_check(ctx: Context) -> None:
                          1024)
     _reduction.check_sum(ctx, "reduction.ordered.ordered_sum", ordered.ordered_sum(x, block=1024),
                          x, 1024)
+    src, index = _scatter.inputs(ctx, 5000, 64)
+    want = src.double().new_zeros(64).index_add_(0, index, src.double())
+    for det in (False, True):
+        ctx.check(f"torch index_add_ (deterministic={det})",
+                  _scatter.scatter_add(src, index, 64, det), want.float())
+    _reduction.check_cub_plan(ctx)
 
 
-def distinct(fn: Any, x: Any, repeats: int) -> int:
-    import torch
+def _cub_row(ctx: Context, lib: Any, x: Any, repeats: int) -> dict[str, Any]:
+    counts, first = {}, {}
+    for level in _reduction.LEVELS:
+        out = lib.sum(x, level)
+        _reduction.check_sum(ctx, f"cub DeviceReduce::Sum ({level})", out, x, _reduction.CUB_TILE)
+        first[level] = _reduction.bits_hex(out)
+        counts[level] = _reduction.distinct([lib.sum(x, level) for _ in range(repeats)])
+    return point_row(row="sum", elements=x.numel(), repeats=repeats,
+                     not_guaranteed_distinct=counts["not_guaranteed"],
+                     run_to_run_distinct=counts["run_to_run"],
+                     gpu_to_gpu_distinct=counts["gpu_to_gpu"],
+                     # bit patterns of one run per level: different algorithms round differently
+                     levels_distinct=len(set(first.values())), **{f"{k}_bits": v
+                                                                  for k, v in first.items()})
 
-    outs = torch.stack([fn(x) for _ in range(repeats)])
-    return int(torch.unique(outs.view(torch.int32)).numel())
+
+def _bundled_row(ctx: Context, x: Any, repeats: int) -> dict[str, Any]:
+    atomic = ctx.load("reduction", "atomic")
+    ordered = ctx.load("reduction", "ordered")
+    _reduction.check_sum(ctx, "reduction.atomic.atomic_sum", atomic.atomic_sum(x), x,
+                         atomic.BLOCK)
+    _reduction.check_sum(ctx, "reduction.ordered.ordered_sum", ordered.ordered_sum(x), x,
+                         ordered.BLOCK)
+    return point_row(
+        row="sum", elements=x.numel(), repeats=repeats,
+        atomic_distinct=_reduction.distinct([atomic.atomic_sum(x) for _ in range(repeats)]),
+        ordered_distinct=_reduction.distinct([ordered.ordered_sum(x) for _ in range(repeats)]))
 
 
 def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
-    atomic = ctx.load("reduction", "atomic")
-    ordered = ctx.load("reduction", "ordered")
+    impl = ctx.impl("reduction")
     n0, repeats = int(cond["elements"]), int(cond["repeats"])
     if ctx.quick:
         repeats = min(repeats, 40)
-    rows = []
-    for n in [n0] + ([] if ctx.quick else [q for q in (2**20, 64 * 2**20) if q != n0]):
+    if impl == "cub":
+        lib = _reduction.cub_levels(ctx)
+        point = lambda x: _cub_row(ctx, lib, x, repeats)  # noqa: E731
+    elif impl == "bundled":
+        ctx.describe_impl("reduction", "bundled atomic_sum (tl.atomic_add of block partials) vs "
+                          "ordered_sum (partials folded in index order)")
+        point = lambda x: _bundled_row(ctx, x, repeats)  # noqa: E731
+    else:
+        raise ValueError(f"no {impl!r} implementation of the reduction side")
+    rows: list[dict[str, Any]] = []
+    for n in [n0] + ([] if ctx.quick else [q for q in SWEEP if q != n0]):
         if not ctx.more(len(rows)):
             break
         with ctx.optional(len(rows)):
-            x = _reduction.inputs(ctx, n)
-            _reduction.check_sum(ctx, "reduction.atomic.atomic_sum", atomic.atomic_sum(x), x,
-                                 atomic.BLOCK)
-            _reduction.check_sum(ctx, "reduction.ordered.ordered_sum", ordered.ordered_sum(x), x,
-                                 ordered.BLOCK)
-            rows.append(point_row(elements=n, repeats=repeats,
-                                  atomic_distinct=distinct(atomic.atomic_sum, x, repeats),
-                                  ordered_distinct=distinct(ordered.ordered_sum, x, repeats)))
-    rows.sort(key=lambda r: r["elements"])
+            rows.append(point(_reduction.inputs(ctx, n)))
+    scatter = dict(_scatter.DEFAULTS)
+    if ctx.quick:
+        scatter["repeats"] = min(scatter["repeats"], 10)
+    if ctx.more(len(rows)):
+        with ctx.optional(len(rows)):
+            rows.extend(_scatter.rows(ctx, min(scatter["elements"], n0), scatter["bins"],
+                                      scatter["repeats"]))
+    sums = sorted((r for r in rows if r["row"] == "sum"), key=lambda r: r["elements"])
+    rows = sums + [r for r in rows if r["row"] != "sum"]
+    series = ({level: f"{level}_distinct" for level in _reduction.LEVELS} if impl == "cub"
+              else {"atomic": "atomic_distinct", "fixed order": "ordered_distinct"})
     plot = {"kind": "bars", "x": "elements", "xlabel": "elements", "ylabel": "distinct results",
-            "series": {"atomic": "atomic_distinct", "fixed order": "ordered_distinct"}}
-    primary = next(r for r in rows if r["elements"] == n0)
-    return Measurement({"primary": primary}, rows, dict(cond), plot)
+            "series": series, "filter": {"row": "sum"}}
+    primary = next(r for r in sums if r["elements"] == n0)
+    return Measurement({"impl": impl, "primary": primary}, rows, dict(cond), plot)
+
+
+CUB_CRITERION = (
+    "CUB's levels: confirmed when run_to_run and gpu_to_gpu each give exactly 1 bitwise result "
+    "over the repeats and the levels are told apart (their bit patterns are not all equal, or "
+    "not_guaranteed varies); refuted when run_to_run or gpu_to_gpu gives more than 1; "
+    "inconclusive when the three levels cannot be told apart. not_guaranteed's count is "
+    "reported, not required above 1: atomics permit variation, a given GPU and size need not "
+    "show it"
+)
+BUNDLED_CRITERION = ("atomic > 1 distinct and fixed order exactly 1 confirms; fixed order > 1 "
+                     "refutes; both 1 is inconclusive")
 
 
 def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
     p = m.data["primary"]
+    if m.data.get("impl") == "cub":
+        ng, rr, g2g = (p["not_guaranteed_distinct"], p["run_to_run_distinct"],
+                       p["gpu_to_gpu_distinct"])
+        if rr > 1 or g2g > 1:
+            verdict = "refuted"
+        elif ng > 1 or p["levels_distinct"] > 1:
+            verdict = "confirmed"
+        else:
+            verdict = "inconclusive"
+        worst = float(max(rr, g2g))
+        return Judgement(
+            Interval(worst, worst, worst), "distinct results",
+            f"distinct bitwise sums over {p['repeats']} runs at {p['elements']} fp32 elements, "
+            f"CUB DeviceReduce::Sum: not_guaranteed {ng}, run_to_run {rr}, gpu_to_gpu {g2g}; "
+            f"{p['levels_distinct']} distinct bit patterns across the three levels",
+            verdict, CUB_CRITERION)
     a, o = p["atomic_distinct"], p["ordered_distinct"]
     if o > 1:
         verdict = "refuted"
@@ -68,6 +143,4 @@ def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
     return Judgement(
         Interval(float(a), float(a), float(a)), "distinct results",
         f"distinct bitwise sums over {p['repeats']} runs at {p['elements']} elements: atomic "
-        f"{a}, fixed order {o}", verdict,
-        "atomic > 1 distinct and fixed order exactly 1 confirms; fixed order > 1 refutes; "
-        "both 1 is inconclusive")
+        f"{a}, fixed order {o}", verdict, BUNDLED_CRITERION)
