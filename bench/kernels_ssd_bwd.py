@@ -116,9 +116,9 @@ def peer_impls(chunk: int) -> tuple[list[Impl], list[dict[str, Any]]]:
     impls: list[Impl] = []
     not_run: list[dict[str, Any]] = []
     try:
-        from flopkb.verify.experiments._peers import _mamba_chunk_scan_combined
+        from flopkb.verify.peers.mamba_ssm import chunk_scan_combined
 
-        combined = _mamba_chunk_scan_combined()
+        combined, _ = chunk_scan_combined()
         try:
             version = metadata.version("mamba_ssm")
         except metadata.PackageNotFoundError:
