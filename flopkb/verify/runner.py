@@ -282,16 +282,15 @@ def _measured(j) -> Measured | None:
                     unit=j.unit, what=j.what or None)
 
 
-def _plot(s: Session, experiment: str, m, stamp_: str) -> list[str]:
-    if not s.write or m.plot is None:
-        return []
+def _plot(s: Session, record: EvidenceRecord, spec: dict[str, Any] | None) -> EvidenceRecord:
+    """Draw the claim's picture beside its evidence, named like it; the record lists it."""
+    if not s.write or spec is None:
+        return record
     from flopkb.verify import plots
 
-    suffix = "-quick" if s.quick else ""
-    name = f"{experiment}-{s.accelerator or 'unknown-gpu'}-{stamp_}{suffix}.png"
-    title = f"{experiment} on {s.machine.get('gpu')}"
-    path = plots.render(m.plot, m.sweep, s.out_dir / name, title)
-    return [name] if path else []
+    name = f"{record.id}.png"
+    path = plots.render(spec, record.sweep, s.out_dir / name, plots.ClaimView.of(record))
+    return record.model_copy(update={"artifacts": [name]}) if path else record
 
 
 def _calibrate(s: Session, ctx, on_event: Event) -> Result:
@@ -391,9 +390,7 @@ def _run_job(s: Session, ctx, job: Job, on_event: Event) -> list[Result]:
                 entry["error"] = _error_reason(exc)
                 _free_memory()
             entry.update(timings=dict(ctx.timings), checks=list(ctx.checks), notes=list(ctx.notes),
-                         duration=time.monotonic() - started,
-                         stamp=ev_io.stamp(dt.datetime.now(dt.timezone.utc)))
-            entry["artifacts"] = _safe_plot(s, job.experiment, entry)
+                         duration=time.monotonic() - started)
             cache[key] = entry
         entry = cache[key]
         m, judgement, reason = entry["m"], None, entry["error"]
@@ -420,14 +417,16 @@ def _run_job(s: Session, ctx, job: Job, on_event: Event) -> list[Result]:
         record = _evidence(
             s, claim=t.claim, experiment=job.experiment, implementation=impl, hashes=hashes,
             cond={**cond, **({"not_honoured": notes} if notes else {}), "quick": s.quick},
-            stats={"timings": entry["timings"], "data": m.data if m else {}},
+            stats={"timings": entry["timings"], "data": m.data if m else {},
+                   "plot": m.plot if m else None},
             measured=_measured(judgement), expected=t.magnitude.as_dict() if t.magnitude else
             {"text": t.row.magnitude, "error": t.magnitude_error},
             verdict=verdict, applicable=applicable, reason=reason,
             criterion=judgement.criterion if judgement else info.criterion,
             checks=entry["checks"], ceilings=ctx.ceilings.as_dict() if ctx.ceilings else {},
             sweep=m.sweep if m else [], duration=entry["duration"],
-            artifacts=entry["artifacts"])
+            artifacts=[])
+        record = _safe_plot(s, record, m.plot if m else None)
         if s.write:
             ev_io.write_evidence(record, s.out_dir)
         results.append(Result(
@@ -439,14 +438,13 @@ def _run_job(s: Session, ctx, job: Job, on_event: Event) -> list[Result]:
     return results
 
 
-def _safe_plot(s: Session, experiment: str, entry: dict[str, Any]) -> list[str]:
-    if entry["m"] is None:
-        return []
+def _safe_plot(s: Session, record: EvidenceRecord, spec: dict[str, Any] | None) -> EvidenceRecord:
+    # a picture that fails to draw never costs the evidence
     try:
-        return _plot(s, experiment, entry["m"], entry["stamp"])
+        return _plot(s, record, spec)
     except Exception as exc:
-        entry.setdefault("plot_error", f"{type(exc).__name__}: {exc}")
-        return []
+        failed = {**record.statistics, "plot_error": f"{type(exc).__name__}: {exc}"}
+        return record.model_copy(update={"statistics": failed})
 
 
 def gpu_available() -> bool:
