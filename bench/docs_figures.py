@@ -539,14 +539,20 @@ def block_kernels(src: Sources) -> str:
 
 def block_cpu_times(src: Sources) -> str:
     path, t = src.json("cpu_times.json")
-    return paragraph(f"On the CPU the suite takes about {t['suite_s'] / 60:.0f} minutes on "
-            f"{t['machine']['cpus']} cores ({t['suite_passed']} passed, {t['date']}, `{path}`).\n")
+    return paragraph(
+        f"On the CPU the suite takes about {t['suite_s'] / 60:.0f} minutes on "
+        f"{t['machine']['cpus']} cores ({t['suite_cpu_s'] / 60:.0f} CPU-minutes; "
+        f"{t['suite_passed']} passed, {t['date']}, load average {t['load_average_before'][0]:.1f} "
+        f"at the start, `{path}`)."
+    )
 
 
 def block_plan_time(src: Sources) -> str:
     path, t = src.json("cpu_times.json")
-    return paragraph(f"The CPU plan mode (`flopkb verify`, Triton interpreter) takes about "
-            f"{t['plan_s']:.0f} s on {t['machine']['cpus']} cores (`{path}`).\n")
+    return paragraph(
+        f"The CPU plan mode (`flopkb verify`, Triton interpreter) takes about {t['plan_s']:.0f} s "
+        f"on {t['machine']['cpus']} cores ({t['plan_cpu_s']:.0f} CPU-seconds, `{path}`)."
+    )
 
 
 def block_validate_speed(src: Sources) -> str:
