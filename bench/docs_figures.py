@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ACCELERATOR = "h200-sxm"
 # The kernel benchmark results the README quotes (the _run<N> files are earlier runs).
 SSM, DENSE = "ssm_h200.json", "dense_h200.json"
-DOCUMENTS = ("README.md", "docs/verify.md")
+DOCUMENTS = ("README.md", "docs/verify.md", "docs/validate.md")
 BLOCK = re.compile(
     r"(<!-- figures:(?P<name>[a-z-]+) -->\n)(?P<body>.*?)(<!-- /figures:(?P=name) -->)", re.DOTALL
 )
@@ -577,7 +577,42 @@ def block_graph_speed(src: Sources) -> str:
     )
 
 
+def block_validate_table(src: Sources) -> str:
+    path, v = src.json("validate_scale.json")
+    m, cpu, t = v["machine"], v["cpu_s"], v["targets"]
+    files = v["composition"]
+    mb = sum(c["bytes"] for c in files.values()) / 1e6
+    serial_over_a = v["b_serial_s"] / v["a_libyaml_parse_s"]
+    met = v["b_over_a"] <= t["b_over_a_max"] and v["c_over_b"] >= t["c_over_b_min"]
+    head = paragraph(
+        f"Figures of the committed run (`{v['command']}`, {v['timestamp'][:10]}, "
+        f"{m['cpu_count']}-CPU VM, Python {m['python']}, PyYAML {m['pyyaml']} on libyaml "
+        f"{m['libyaml']}, pydantic {m['pydantic']}; median of {len(v['runs']['b']['runs_s'])}, "
+        f"wall clock, interpreter start-up included; `{path}`):"
+    )
+    rows = [
+        ["(a)", "libyaml parse, `yaml.load(CSafeLoader)` (floor)",
+         f"{v['a_libyaml_parse_s']:.1f} s", f"{cpu['a']:.1f} s"],
+        ["(b)", f"`flopkb validate` ({m['cpu_count']} workers)",
+         f"**{v['b_flopkb_validate_s']:.1f} s = {v['b_over_a']:.2f} x (a)**", f"{cpu['b']:.1f} s"],
+        ["(b)", "`flopkb validate`, `FLOPKB_WORKERS=1`",
+         f"{v['b_serial_s']:.1f} s = {serial_over_a:.2f} x (a)", f"{cpu['b_serial']:.1f} s"],
+        ["(c)", "`check-jsonschema --schemafile schema/record.schema.json` (peer)",
+         f"{v['c_check_jsonschema_s']:.0f} s = **{v['c_over_b']:.1f} x (b)**", ""],
+    ]
+    kinds = ", ".join(f"{c['files']:,} {k}" for k, c in sorted(files.items()))
+    tail = paragraph(
+        f"Targets: (b) <= {t['b_over_a_max']:g} x (a) and (c) >= {t['c_over_b_min']:g} x (b): "
+        f"{'both met' if met else 'not both met'}. The KB holds {v['records']:,} files, "
+        f"{mb:.0f} MB: {kinds} (clones of the bundled KB of that day); it validates with "
+        f"{v['validate_result']['errors']} errors and {v['validate_result']['warnings']} "
+        "warnings (graph rules)."
+    )
+    return head + "\n" + table(["", "what", "wall", "CPU"], rows) + "\n" + tail
+
+
 BLOCKS: dict[str, Callable[[Sources], str]] = {
+    "validate-table": block_validate_table,
     "graph-speed": block_graph_speed,
     "validate-speed": block_validate_speed,
     "verdicts": block_verdicts,

@@ -208,9 +208,9 @@ class Extraction:
     """What `flopkb extract RECORD` reports.
 
     `candidates` are new (pasteable without duplicating a claim), `quoted` overlap existing rows,
-    `problems` are the record's own findings (empty when it validates), `loaded` says whether the
-    record passed the schema (when not, prose and rows were read from the YAML as written), and
-    `has_prose` whether any prose could be read at all.
+    `problems` are the record's own errors and warnings (empty when it validates), `loaded`
+    says whether the record passed the schema (when not, prose and rows were read from the YAML
+    as written), and `has_prose` whether any prose could be read at all.
     """
 
     record: str
@@ -286,10 +286,13 @@ def extract_record(kb: KnowledgeBase, load_findings: list[Finding], record_id: s
         raise NotAClassRecord(_not_a_class(record_id, kb.records[record_id].kind.value))
     else:
         raise NotAClassRecord(record_id)
-    problems = [f for f in load_findings if f.file == file]
     # a record that loaded can still break provenance rules; the checks run over the whole KB
-    # because references resolve against it, and only this record's findings are kept
-    problems += [f for f in run_checks(kb) if f.file == file]
+    # because references resolve against it, and only this record's errors and warnings are kept
+    # (notes, such as a claim not applicable on a part, are reports, not problems)
+    problems = [
+        f for f in [*load_findings, *run_checks(kb)]
+        if f.file == file and f.severity is not Severity.info
+    ]
     result = Extraction(record_id, file, record is not None, bool(prose), problems=problems)
     for candidate in propose_from_prose(prose):
         quoted_by = quoting_rows(candidate, rows)

@@ -112,3 +112,10 @@ def test_a_record_that_breaks_a_provenance_rule_shows_the_finding(tmp_path: Path
     result = runner.invoke(app, ["--kb", str(root), "extract", "jamba"])
     assert result.exit_code == 1
     assert "jamba does not validate" in result.stderr and "FKB201 [jamba]" in result.stderr
+
+
+def test_notes_are_not_problems() -> None:
+    # int8-gemm's INT4 row is not applicable on Hopper (an FKB603 note): nothing is wrong with it
+    result = runner.invoke(app, [*KB, "extract", "int8-gemm", "--format", "json"])
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["problems"] == [] and result.stderr == ""

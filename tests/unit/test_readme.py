@@ -45,6 +45,7 @@ def test_readme_rule_table_is_the_generated_one() -> None:
         ("README.md", {"cpu-times", "verify-run", "verdicts", "kernels", "validate-speed",
                        "graph-speed"}),
         ("docs/verify.md", {"calibration", "verify-run-docs", "verdicts", "plan-time"}),
+        ("docs/validate.md", {"validate-table"}),
     ],
 )
 def test_figure_blocks_equal_what_the_generator_writes(document: str, blocks: set[str]) -> None:
