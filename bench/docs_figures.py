@@ -539,19 +539,23 @@ def block_kernels(src: Sources) -> str:
 
 def block_cpu_times(src: Sources) -> str:
     path, t = src.json("cpu_times.json")
+    load = t["load_average_before"][0]
+    busy = load > t["machine"]["cpus"]
+    shared = f", shared with other jobs (load average {load:.1f})" if busy else ""
     return paragraph(
         f"On the CPU the suite takes about {t['suite_s'] / 60:.0f} minutes on "
-        f"{t['machine']['cpus']} cores ({t['suite_cpu_s'] / 60:.0f} CPU-minutes; "
-        f"{t['suite_passed']} passed, {t['date']}, load average {t['load_average_before'][0]:.1f} "
-        f"at the start, `{path}`)."
+        f"{t['machine']['cpus']} cores{shared}: {t['suite_cpu_s'] / 60:.1f} CPU-minutes, "
+        f"{t['suite_passed']} passed ({t['date']}, `bench/cpu_times.py`, `{path}`)."
     )
 
 
 def block_plan_time(src: Sources) -> str:
     path, t = src.json("cpu_times.json")
+    load = t["load_average_before"][0]
     return paragraph(
         f"The CPU plan mode (`flopkb verify`, Triton interpreter) takes about {t['plan_s']:.0f} s "
-        f"on {t['machine']['cpus']} cores ({t['plan_cpu_s']:.0f} CPU-seconds, `{path}`)."
+        f"on {t['machine']['cpus']} cores at load average {load:.1f} ({t['plan_cpu_s']:.0f} "
+        f"CPU-seconds, `{path}`)."
     )
 
 
