@@ -615,7 +615,30 @@ def block_validate_table(src: Sources) -> str:
     return head + "\n" + table(["", "what", "wall", "CPU"], rows) + "\n" + tail
 
 
+def block_kernel_notes(src: Sources) -> str:
+    _, ssm = _ssm_rows(src)
+    _, data = src.json(SSM)
+    _, dense = src.json(DENSE)
+    t0 = min(r["shape"]["T"] for r in ssm if r["op"] == "ssd")
+    chunked = _pick(ssm, "ssd_chunked_chunk_size256", T=t0)
+    stages = next(r["stages"] for r in data["rows"]
+                  if r["name"] == "ssd_chunked_stages" and r["shape"]["T"] == t0)
+    n0 = min(r["shape"]["N"] for r in ssm if r["op"] == "selective_scan")
+    scan = _pick(ssm, prefix="ss_sequential_", N=n0)
+    attention = [r["roofline_fraction"] for r in dense["results"] if r["section"] == "attention"]
+    chunk_scan = stages["chunk_scan"]["median_ms"]
+    return paragraph(
+        f"SSD chunked reaches {chunked['frac_roofline']:.2f} of its roofline "
+        f"({chunked['tflops']:.0f} TFLOP/s; `chunk_scan` is {chunk_scan:.2f} "
+        f"of its {chunked['ms']:.2f} ms, T={size(t0)}), the selective scan about "
+        f"{scan['frac_roofline']:.2f} of its byte floor (N={n0}; a sequential chain, like Mamba's "
+        f"own kernel), attention (SDPA flash) {min(attention):.2f}-{max(attention):.2f} of the "
+        "cuBLAS peak. Details: the READMEs in `kernels/*/`."
+    )
+
+
 BLOCKS: dict[str, Callable[[Sources], str]] = {
+    "kernel-notes": block_kernel_notes,
     "validate-table": block_validate_table,
     "graph-speed": block_graph_speed,
     "validate-speed": block_validate_speed,

@@ -43,7 +43,7 @@ def test_readme_rule_table_is_the_generated_one() -> None:
     ("document", "blocks"),
     [
         ("README.md", {"cpu-times", "verify-run", "verdicts", "kernels", "validate-speed",
-                       "graph-speed"}),
+                       "graph-speed", "kernel-notes"}),
         ("docs/verify.md", {"calibration", "verify-run-docs", "verdicts", "plan-time"}),
         ("docs/validate.md", {"validate-table"}),
     ],
