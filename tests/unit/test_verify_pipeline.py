@@ -123,3 +123,33 @@ def test_gpu_pipeline_on_cpu_reaches_verdicts_and_writes_loadable_evidence(cpu_g
     assert not findings2 and len(kb2.evidence) == len(results)
     [sim] = [e for e in kb2.evidence.values() if e.claim == "test-class/partition"]
     assert sim.conditions["simulation"] is True
+
+
+@pytest.mark.slow
+def test_impl_all_on_cpu_records_absent_peers_as_not_run(cpu_gpu, monkeypatch, tmp_path):
+    """The real A2 and B2 experiments under --impl all with no peer installed: the bundled
+    combination reaches a verdict, every peer combination is a not-run judgement with a reason."""
+    import importlib.util
+
+    from flopkb.verify.peers import mamba_cuda
+
+    if any(importlib.util.find_spec(name) for name in ("mamba_ssm", "fla")):
+        pytest.skip("a peer library is installed here")
+    monkeypatch.setenv("FLOPKB_MAMBA_SDIST", str(tmp_path / "absent.tar.gz"))
+    monkeypatch.delenv("FLOPKB_MAMBA_EXT", raising=False)
+    monkeypatch.setattr(mamba_cuda, "_MODULE", {})
+    root = cpu_gpu
+    kb, _ = load_kb(root)
+    jobs, _ = runner.plan(kb, record="test-class")
+    jobs = [j for j in jobs if j.experiment in {"ssd-vs-scan", "ssd-head-dim-memory"}]
+    _, results = runner.run_gpu(kb, root, jobs, quick=True, impl="all", device="cpu",
+                                command="flopkb verify --gpu --quick --impl all")
+    by_claim = {r.claim: r for r in results if r.claim}
+    a2 = by_claim["test-class/ssd-scan"]
+    assert a2.verdict in {"confirmed", "refuted", "inconclusive"}
+    assert len(a2.judgements) == 6
+    peers = [j for j in a2.judgements if set(j["combination"].values()) != {"bundled"}]
+    assert peers and all(j["verdict"] == "not-run" and j["reason"] for j in peers)
+    assert not a2.implementation_sensitive
+    b2 = by_claim["test-class/memory"]
+    assert [j["verdict"] for j in b2.judgements][1:] == ["not-run", "not-run"]
