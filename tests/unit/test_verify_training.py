@@ -1,0 +1,74 @@
+"""The pass condition: reading it from a row, training steps and their gradients, and B1's
+classification of a training step's kernels."""
+
+from __future__ import annotations
+
+import pytest
+
+from flopkb.verify.experiments import _training, matmul_share
+from flopkb.verify.experiments._common import resolve
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.mark.parametrize(("given", "want"), [("forward", "forward"), ("fwd", "forward"),
+                                             ("training", "forward+backward"),
+                                             ("Forward+Backward", "forward+backward"),
+                                             ("bwd", "backward"), ("sideways", None)])
+def test_pass_aliases(given, want):
+    assert _training.normalise(given) == want
+
+
+def test_resolve_honours_a_supported_pass_and_notes_another():
+    cond, notes = resolve({"pass": "forward"}, {"pass": "training"},
+                          ("forward", "forward+backward"))
+    assert cond["pass"] == "forward+backward" and notes == []
+    cond, notes = resolve({"pass": "forward"}, {"pass": "training"})
+    assert cond["pass"] == "forward" and "not measured" in notes[0]
+
+
+def _cube(x, w):
+    return (x * w) ** 3
+
+
+def test_training_steps_compute_the_gradients_autograd_gives():
+    x, w = torch.randn(5), torch.randn(5)
+    fb, args = _training.step(_cube, (x, w), (0, 1), "forward+backward", seed=3)
+    dx, dw = fb(*args)
+    g = torch.Generator().manual_seed(3)
+    dy = torch.randn(5, generator=g)
+    assert torch.allclose(dx, 3 * (x * w) ** 2 * w * dy)
+    assert torch.allclose(dw, 3 * (x * w) ** 2 * x * dy)
+    bwd, none = _training.step(_cube, (x, w), (0,), "backward", seed=3)
+    assert none == ()
+    (again,) = bwd()
+    assert torch.allclose(again, dx) and torch.allclose(bwd()[0], dx)  # replays the kept graph
+    fwd, same = _training.step(_cube, (x, w), (0,), "forward")
+    assert fwd is _cube and same == (x, w)
+
+
+def test_check_grads_catches_a_wrong_gradient():
+    from flopkb.verify.context import Context, ExperimentError
+
+    class Wrong(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, dy):
+            return dy * 3
+
+    ctx = Context(gpu=False)
+    x = torch.randn(7)
+    _training.check_grads(ctx, "right", lambda a: a * 2, lambda a: a * 2, (x,), (0,), ("x",))
+    with pytest.raises(ExperimentError, match="dx"):
+        _training.check_grads(ctx, "wrong", Wrong.apply, lambda a: a * 2, (x,), (0,), ("x",))
+
+
+def test_matmul_share_counts_unknown_kernels_against_the_claim():
+    mm, other, names = matmul_share.classify({"_chunk_scan_kernel": 3.0, "_bwd_dx_kernel": 1.0,
+                                              "_state_passing_kernel": 0.5,
+                                              "elementwise_kernel<...>": 0.5})
+    assert (mm, other) == (4.0, 1.0)
+    assert names == ["_state_passing_kernel", "elementwise_kernel<...>"]
