@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The final `flopkb verify --gpu --impl all` on a lent GPU machine (the device tool), run from the
+# repository root with .peers/ and .whl/ carried. Peers are installed into /tmp/site only; the
+# evidence is written to records/evidence there and comes back as one tarball under $OUT.
+#   bash bench/device/final_verify.sh            # verify --impl all
+#   bash bench/device/final_verify.sh portable   # verify --portable --memory-budget 24 (4090-sized)
+set -u
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+  --target /tmp/site .whl/*.whl .peers/fla_core-*.whl .peers/mamba_ssm-*-py3-none-any.whl \
+  .peers/cuda_cccl-*-cp312-*.whl || exit 1
+export PYTHONPATH="$PWD:/tmp/site" FLOPKB_CACHE_DIR=/tmp/fcache PYTHONUNBUFFERED=1
+# Mamba's CUDA scan: reuse a module built from the sdist on an earlier machine when one is carried
+[ -f .peers/flopkb_mamba_selective_scan.so ] && export FLOPKB_MAMBA_EXT=.peers/flopkb_mamba_selective_scan.so
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv
+mode=${1:-all}
+start=$(date +%s)
+if [ "$mode" = portable ]; then
+  python3 -m flopkb verify --gpu --portable --memory-budget 24 --out /tmp/ev-portable \
+    --format json > "$OUT/verify_portable.json" 2> "$OUT/verify_portable.log"
+  rc=$?
+  tar czf "$OUT/evidence_portable.tgz" -C /tmp ev-portable
+else
+  python3 -m flopkb verify --gpu --impl all --format json > "$OUT/verify_all.json" \
+    2> "$OUT/verify_all.log"
+  rc=$?
+  tar czf "$OUT/evidence.tgz" records/evidence
+fi
+echo "verify $mode: exit $rc, $(( $(date +%s) - start )) s wall" | tee -a "$OUT/verify_$mode.wall"
+tail -40 "$OUT"/verify_*.log
