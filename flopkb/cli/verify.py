@@ -152,13 +152,13 @@ def verify(
         failed = bool(broken) or any(not c.get("ok") for r in results for c in (r.cpu_check or []))
         _report(payload, fmt, plan_mode=True)
         raise typer.Exit(1 if failed else 0)
-    if not runner.gpu_available():
-        fail("--gpu needs a CUDA GPU and this process sees none (torch.cuda.is_available() is "
-             "False); run without --gpu for the CPU checks and the plan.")
     # evidence records belong in records/; every file gets a fresh name, so none is replaced
     policy = write_policy(ctx, follow_symlinks=follow_symlinks, records=True)
     with safe_writes(policy):
-        check_folder(out or evidence_dir(root), policy)  # before any GPU time is spent
+        check_folder(out or evidence_dir(root), policy)  # a usage error: before anything runs
+    if not runner.gpu_available():
+        fail("--gpu needs a CUDA GPU and this process sees none (torch.cuda.is_available() is "
+             "False); run without --gpu for the CPU checks and the plan.")
     with progress, writing(policy):
         machine, results = runner.run_gpu(kb, root, jobs, quick=quick, impl=impl.value,
                                           command=command, out_dir=out, on_event=on_event,
