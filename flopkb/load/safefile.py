@@ -90,11 +90,27 @@ def read_regular(path: Path | str, limit: int) -> bytes:
                 SYMLINK, "a symlink (swapped in since the check); not followed"
             ) from None
         raise
-    with open(fd, "rb") as handle:
+    try:
         now = os.fstat(fd)
         if not stat.S_ISREG(now.st_mode) or (now.st_dev, now.st_ino) != (
             before.st_dev,
             before.st_ino,
         ):
             raise RefusedFile(NOT_REGULAR, "the file changed while being opened; not read")
-        return handle.read(limit)
+        return _read_upto(fd, limit, now.st_size)
+    finally:
+        os.close(fd)
+
+
+def _read_upto(fd: int, limit: int, size: int) -> bytes:
+    """At most `limit` bytes from `fd`. Reads sized by the file's size, not by `limit`: a
+    buffered `read(limit)` allocates the whole limit (1 MiB) for every small record first."""
+    chunks: list[bytes] = []
+    left = limit
+    while left > 0:
+        chunk = os.read(fd, min(left, max(size + 1, 1 << 16)))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
