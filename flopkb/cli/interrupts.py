@@ -17,6 +17,7 @@ import contextlib
 import os
 import signal
 import sys
+import threading
 from types import FrameType
 
 HANDLED = (signal.SIGINT, signal.SIGTERM)
@@ -71,6 +72,8 @@ def _handler(signum: int, frame: FrameType | None) -> None:
 def install() -> None:
     """Handle SIGINT and SIGTERM in this (the main) process; call once, from the main thread."""
     _state.pid, _state.received, _state.finished = os.getpid(), None, False
+    if threading.current_thread() is not threading.main_thread():
+        return  # only the main thread may set handlers (an embedder calling main() elsewhere)
     for signum in HANDLED:
         signal.signal(signum, _handler)
 
