@@ -1,8 +1,9 @@
 """The resolved knowledge base: validated records by id, with the file each came from.
 
 `load_kb(root)` reads every record file under `root/records` (or `root` itself when it has no
-`records/`), one broken file never hiding the others, and returns the KB together with the
-findings of loading and structure. Cross-record checks run on the result (`flopkb.check`).
+`records/`; the walk's rules are in `flopkb.walk`), one broken file never hiding the others, and
+returns the KB together with the findings of walking, loading and structure. Cross-record checks
+run on the result (`flopkb.check`).
 """
 
 from __future__ import annotations
@@ -31,8 +32,7 @@ from flopkb.model import (
     Record,
     SourceRecord,
 )
-
-RECORD_SUFFIXES = (".yaml", ".yml")
+from flopkb.walk import display_path, walk_records
 
 
 @dataclass
@@ -120,33 +120,13 @@ class KnowledgeBase:
         return file, line, column
 
 
-def display_path(path: Path) -> str:
-    """`path` relative to the working directory when it lies inside it, else as given."""
-    text = str(path)
-    cwd = os.getcwd() + os.sep
-    return text[len(cwd) :] if text.startswith(cwd) else text
-
-
-def records_dir(root: Path) -> Path:
-    return root / "records" if (root / "records").is_dir() else root
-
-
 def record_files(root: Path) -> list[Path]:
     """Every `*.yaml` / `*.yml` file under the KB's `records/` (or `root` itself), sorted.
 
-    Hidden files and folders are skipped. os.walk, not Path.rglob: at 10^4 files pathlib's
-    per-path objects cost more than the walk itself.
+    The files a bounded, symlink-safe walk found (`flopkb.walk`); the walk's own findings (a
+    FIFO, a link out of the KB, an unreadable folder) come with `walk_records` and `load_kb`.
     """
-    base = str(records_dir(root))
-    found: list[str] = []
-    for folder, dirs, names in os.walk(base):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        found += [
-            os.path.join(folder, n)
-            for n in names
-            if n.endswith(RECORD_SUFFIXES) and not n.startswith(".")
-        ]
-    return [Path(p) for p in sorted(found)]
+    return walk_records(root).files
 
 
 # Below this many files a process pool costs more than it saves.
@@ -253,5 +233,10 @@ def _add(kb: KnowledgeBase, doc: Document, findings: list[Finding]) -> None:
 
 
 def load_kb(root: Path, limits: Limits | None = None) -> tuple[KnowledgeBase, list[Finding]]:
-    """Load the KB at `root` (a folder holding `records/`, or a records folder itself)."""
-    return load_files(record_files(root), root=root, limits=limits)
+    """Load the KB at `root` (a folder holding `records/`, or a records folder itself).
+
+    The walk's findings (files refused or not reached) come first among the findings.
+    """
+    walk = walk_records(root)
+    kb, findings = load_files(walk.files, root=root, limits=limits)
+    return kb, [*walk.findings, *findings]

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, TypeAdapter
 
-from flopkb.atomic import atomic_write_text
+from flopkb.atomic import atomic_write_text, check_folder, check_target
 from flopkb.model import CURRENT_SCHEMA_VERSION, MODEL_BY_KIND, ClassRecord, Record
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -53,10 +53,18 @@ def generate() -> dict[str, str]:
 
 
 def export(folder: Path) -> list[Path]:
-    """Write every schema file into `folder`; returns the paths written."""
+    """Write every schema file into `folder`; returns the paths written.
+
+    Every target is checked against the write policy before any is written (`flopkb.atomic`):
+    one refused file leaves the folder as it was, not half regenerated.
+    """
+    files = generate()
+    check_folder(folder)
+    for name in files:
+        check_target(folder / name)
     folder.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, text in generate().items():
+    for name, text in files.items():
         path = folder / name
         atomic_write_text(path, text)
         written.append(path)

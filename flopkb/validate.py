@@ -15,8 +15,15 @@ from typing import Any
 
 from flopkb.check import run_checks
 from flopkb.findings import Finding, Severity, sorted_findings
-from flopkb.kb import RECORD_SUFFIXES, display_path, load_files, record_files
+from flopkb.kb import display_path, load_files
 from flopkb.load import Limits
+from flopkb.walk import (
+    RECORD_SUFFIXES,
+    check_file,
+    records_dir,
+    walk_folder,
+    walk_records,
+)
 
 
 class ValidationInputError(OSError):
@@ -72,36 +79,59 @@ def _kb_root_of(path: Path) -> Path | None:
     return None
 
 
-def _targets(paths: Sequence[Path]) -> tuple[list[Path], list[Path]]:
-    """(files to report on, files to load) for the given roots, folders and files."""
-    report: list[Path] = []
-    load: list[Path] = []
+@dataclass
+class _Targets:
+    """What one run reads: files reported on, files loaded (the report set's whole KBs), and the
+    walk's findings: `scoped` in what was given (always reported), `around` in the rest of a KB
+    (reported only where it is a file that was given)."""
+
+    report: list[Path] = field(default_factory=list)
+    load: list[Path] = field(default_factory=list)
+    scoped: list[Finding] = field(default_factory=list)
+    around: list[Finding] = field(default_factory=list)
+
+
+def _targets(paths: Sequence[Path]) -> _Targets:
+    """The files to report on and to load for the given roots, folders and files.
+
+    Every listing is the bounded, symlink-safe walk of `flopkb.walk`; a file given by name is
+    checked by the same rules (a FIFO or a link out of its KB is a finding, never read).
+    """
+    out = _Targets()
+    report, load = out.report, out.load
     walked: dict[Path, list[Path]] = {}
 
     def kb_files(root: Path) -> list[Path]:
         # a pre-commit hook passes many files of one KB: walk that KB once, not once per file
         if root not in walked:
-            walked[root] = record_files(root)
+            walk = walk_records(root)
+            walked[root] = walk.files
+            out.around.extend(walk.findings)
         return walked[root]
 
     for path in paths:
-        if not path.exists():
+        if not os.path.lexists(path):
             raise ValidationInputError(f"no such file or folder: {path}")
         if path.is_dir():
-            files = record_files(path)
-            report += files
             # a folder inside a KB's records/ (e.g. records/classes): resolve against the whole KB
             root = _kb_root_of(Path(os.path.abspath(path)))
-            load += kb_files(root) if root is not None else files
+            walk = walk_folder(records_dir(path), root or path)
+            report += walk.files
+            out.scoped.extend(walk.findings)
+            load += kb_files(root) if root is not None else walk.files
         elif path.suffix in RECORD_SUFFIXES:
-            report.append(path)
             root = _kb_root_of(Path(os.path.abspath(path)))
-            load += kb_files(root) if root is not None else [path]
+            checked, refused = check_file(path, root or path.parent)
+            if refused is not None:
+                out.scoped.append(refused)
+            if checked is not None:
+                report.append(checked)
+            load += kb_files(root) if root is not None else [] if checked is None else [checked]
         else:
             raise ValidationInputError(
                 f"not a YAML record file ({'/'.join(RECORD_SUFFIXES)}): {path}"
             )
-    return report, load
+    return out
 
 
 def _unique(paths: Iterable[Path]) -> list[Path]:
@@ -120,15 +150,15 @@ def validate(
 ) -> ValidationResult:
     """Load, check and collect every finding; raises ValidationInputError only for a bad path."""
     given = [paths_or_root] if isinstance(paths_or_root, str | Path) else list(paths_or_root)
-    report, load = _targets([Path(p) for p in given])
+    targets = _targets([Path(p) for p in given])
     # the report set's spellings come first and win: findings name files as the user gave them
-    report = _unique(report)
-    loaded = _unique([*report, *load])
+    report = _unique(targets.report)
+    loaded = _unique([*report, *targets.load])
     root = _kb_root_of(Path(os.path.abspath(report[0]))) if report else None
     kb, findings = load_files(sorted(loaded), root=root, limits=limits)
-    findings = sorted_findings([*findings, *run_checks(kb)])
+    findings = sorted_findings([*targets.scoped, *targets.around, *findings, *run_checks(kb)])
     if len(loaded) != len(report):
-        shown = {display_path(p) for p in report}
+        shown = {display_path(p) for p in report} | {f.file for f in targets.scoped}
         # an internal error (FKB199) names the KB, not a file: it must never be filtered away
         findings = [f for f in findings if f.file in shown or not f.file or f.rule == "FKB199"]
     return ValidationResult(findings=findings, records=len(report), strict=strict)

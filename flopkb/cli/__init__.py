@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from flopkb.cli import claims, extract, graph, hw, schema, validate, verify
+from flopkb.cli import claims, extract, graph, hw, interrupts, schema, validate, verify
 from flopkb.cli.common import CliState, err_console
 
 app = typer.Typer(
@@ -44,17 +44,30 @@ app.add_typer(graph.app, name="graph")
 
 
 def main() -> None:
-    """Console entry point: an unexpected error is one line (exit 2); `--debug` shows it all."""
+    """Console entry point: an unexpected error is one line (exit 2); `--debug` shows it all.
+
+    SIGINT and SIGTERM end a command cleanly (temp files removed, child processes ended) with
+    one line and exit 130 / 143, also when they arrive after the command's output is complete.
+    """
+    interrupts.install()
+    code: int | str | None = 0
     try:
-        app(standalone_mode=True)
-    except SystemExit:
-        raise
-    except KeyboardInterrupt:
-        err_console.print("flopkb: interrupted", markup=False)
-        sys.exit(130)
+        try:
+            app(standalone_mode=True)
+        finally:
+            interrupts.finish()
+    except SystemExit as exc:
+        code = exc.code
+    except (KeyboardInterrupt, interrupts.Terminated):
+        code = 1  # replaced below by 128 + the signal's number
     except Exception as exc:  # the last line of defence: never a traceback by default
         if "--debug" in sys.argv:
             raise
         message = f"flopkb: error: {type(exc).__name__}: {exc}"
         err_console.print(message, markup=False, highlight=False)
-        sys.exit(2)
+        code = 2
+    signum = interrupts.finish()
+    if signum is not None:
+        err_console.print(interrupts.message(signum), markup=False, highlight=False)
+        code = 128 + signum
+    sys.exit(code)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -12,7 +14,9 @@ from typing import Annotated, Any, NoReturn
 import typer
 from rich.console import Console
 
+from flopkb.atomic import UnsafeTarget, WritePolicy, writing
 from flopkb.paths import resolve_kb_root
+from flopkb.walk import records_dir
 
 
 class OutputFormat(str, Enum):
@@ -22,6 +26,16 @@ class OutputFormat(str, Enum):
 
 FormatOption = Annotated[
     OutputFormat, typer.Option("--format", "-f", help="text for people, json for scripts (stable)")
+]
+
+ForceOption = Annotated[
+    bool, typer.Option("--force", help="replace an existing output file (else: refused)")
+]
+FollowSymlinksOption = Annotated[
+    bool,
+    typer.Option(
+        "--follow-symlinks", help="write through a symlink at the output path (else: refused)"
+    ),
 ]
 
 console = Console(soft_wrap=True)
@@ -42,6 +56,28 @@ def state(ctx: typer.Context) -> CliState:
 def kb_root(ctx: typer.Context) -> Path:
     """The KB root this invocation works on (`--kb`, ./records, or the bundled KB)."""
     return resolve_kb_root(state(ctx).kb)
+
+
+def write_policy(
+    ctx: typer.Context, force: bool = False, follow_symlinks: bool = False, records: bool = False
+) -> WritePolicy:
+    """The one write rule (`flopkb.atomic`) for this command: `--force`, `--follow-symlinks`,
+    and the KB's records/ off limits unless the command writes records (`records=True`)."""
+    protected = () if records else (records_dir(kb_root(ctx)),)
+    return WritePolicy(force=force, follow_symlinks=follow_symlinks, protected=protected)
+
+
+@contextlib.contextmanager
+def safe_writes(policy: WritePolicy) -> Iterator[None]:
+    """Writes in the block follow `policy`; a refused or failed write is one line and exit 2."""
+    with writing(policy):
+        try:
+            yield
+        except UnsafeTarget as exc:
+            fail(f"refused: {exc}")
+        except OSError as exc:
+            name = f" {exc.filename}" if exc.filename else ""
+            fail(f"cannot write{name}: {exc.strerror or exc}")
 
 
 def emit_json(payload: Any) -> None:

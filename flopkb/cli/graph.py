@@ -19,7 +19,10 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from flopkb.atomic import atomic_write_text, check_target
 from flopkb.cli.common import (
+    FollowSymlinksOption,
+    ForceOption,
     FormatOption,
     OutputFormat,
     console,
@@ -27,6 +30,8 @@ from flopkb.cli.common import (
     err_console,
     fail,
     kb_root,
+    safe_writes,
+    write_policy,
 )
 from flopkb.graph import queries
 from flopkb.graph.export import FORMATS
@@ -327,19 +332,21 @@ def export(
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="write here (atomically), not stdout")
     ] = None,
+    force: ForceOption = False,
+    follow_symlinks: FollowSymlinksOption = False,
 ) -> None:
     """The whole graph as node-link JSON, GraphML or DOT, to stdout or --out FILE."""
+    policy = write_policy(ctx, force, follow_symlinks)
+    if out is not None:
+        with safe_writes(policy):
+            check_target(out, policy)  # refuse before the graph is built, not after
     kg = _graph(ctx)
     text = export_graph(kg.g, fmt.value)
     if out is None:
         sys.stdout.write(text)
         return
-    from flopkb.atomic import atomic_write_text
-
-    try:
+    with safe_writes(policy):
         atomic_write_text(out, text)
-    except OSError as exc:
-        fail(f"cannot write {out}: {exc.strerror or exc}")
     err_console.print(
         f"wrote {out} ({kg.g.number_of_nodes()} nodes, {kg.g.number_of_edges()} edges)",
         markup=False, highlight=False,
@@ -359,14 +366,17 @@ def render(
             "--engine", help="graphviz or matplotlib (default: graphviz if `dot` is on PATH)"
         ),
     ] = None,
+    force: ForceOption = False,
+    follow_symlinks: FollowSymlinksOption = False,
     fmt: FormatOption = OutputFormat.text,
 ) -> None:
     """Draw the graph, laid out in columns by kind, claims coloured by verdict and basis."""
+    policy = write_policy(ctx, force, follow_symlinks)
+    with safe_writes(policy):
+        check_target(out, policy)  # refuse before the graph is built and laid out, not after
     kg = _graph(ctx)
-    try:
+    with safe_writes(policy):
         result = _run(lambda: render_graph(kg, out, focus, engine))
-    except OSError as exc:
-        fail(f"cannot write {out}: {exc.strerror or exc}")
     if fmt is OutputFormat.json:
         return emit_json(result)
     console.print(

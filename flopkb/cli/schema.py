@@ -7,7 +7,17 @@ from typing import Annotated
 
 import typer
 
-from flopkb.cli.common import FormatOption, OutputFormat, console, emit_json, fail, kb_root
+from flopkb.cli.common import (
+    FollowSymlinksOption,
+    ForceOption,
+    FormatOption,
+    OutputFormat,
+    console,
+    emit_json,
+    kb_root,
+    safe_writes,
+    write_policy,
+)
 from flopkb.schema_export import drift, export
 
 app = typer.Typer(help="the published JSON Schema of records", no_args_is_help=True)
@@ -23,6 +33,8 @@ def export_cmd(
         bool,
         typer.Option("--check", help="write nothing; exit 1 when the files differ from the models"),
     ] = False,
+    force: ForceOption = False,
+    follow_symlinks: FollowSymlinksOption = False,
     fmt: FormatOption = OutputFormat.text,
 ) -> None:
     """Generate schema/*.schema.json (draft 2020-12) from the pydantic models."""
@@ -33,14 +45,12 @@ def export_cmd(
             emit_json({"folder": str(folder), "stale": stale, "ok": not stale})
         elif stale:
             console.print(f"stale schema files in {folder}: {', '.join(stale)}", markup=False)
-            console.print("run `flopkb schema export` and commit the result", markup=False)
+            console.print("run `flopkb schema export --force` and commit the result", markup=False)
         else:
             console.print(f"{folder}: up to date", markup=False)
         raise typer.Exit(1 if stale else 0)
-    try:
+    with safe_writes(write_policy(ctx, force, follow_symlinks)):
         written = export(folder)
-    except OSError as exc:
-        fail(f"cannot write {folder}: {exc}")
     if fmt is OutputFormat.json:
         emit_json({"folder": str(folder), "written": [str(p) for p in written]})
     else:

@@ -12,7 +12,9 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from flopkb.atomic import check_folder, writing
 from flopkb.cli.common import (
+    FollowSymlinksOption,
     FormatOption,
     OutputFormat,
     console,
@@ -20,7 +22,10 @@ from flopkb.cli.common import (
     err_console,
     fail,
     kb_root,
+    safe_writes,
+    write_policy,
 )
+from flopkb.verify.evidence import evidence_dir
 
 # What the `kernels` extra installs; verify imports all three (numpy through torch and the plots).
 KERNEL_EXTRA_MODULES = ("torch", "triton", "numpy")
@@ -119,6 +124,7 @@ def verify(
                                    help="allocate at most this much device memory, as on a "
                                    "smaller part (e.g. 24 for an RTX 4090)")
     ] = None,
+    follow_symlinks: FollowSymlinksOption = False,
     fmt: FormatOption = OutputFormat.text,
 ) -> None:
     """Run the experiments linked from claim rows: CPU correctness checks and the plan, or with
@@ -167,10 +173,14 @@ def verify(
         failed = bool(broken) or any(not c.get("ok") for r in results for c in (r.cpu_check or []))
         _report(payload, fmt, plan_mode=True)
         raise typer.Exit(1 if failed else 0)
+    # evidence records belong in records/; every file gets a fresh name, so none is replaced
+    policy = write_policy(ctx, follow_symlinks=follow_symlinks, records=True)
+    with safe_writes(policy):
+        check_folder(out or evidence_dir(root), policy)  # a usage error: before anything runs
     if not runner.gpu_available():
         fail("--gpu needs a CUDA GPU and this process sees none (torch.cuda.is_available() is "
              "False); run without --gpu for the CPU checks and the plan.")
-    with progress:
+    with progress, writing(policy):
         machine, results = runner.run_gpu(kb, root, jobs, quick=quick, impl=impl.value,
                                           command=command, out_dir=out, on_event=on_event,
                                           portable=portable, memory_budget_gb=memory_budget)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import difflib
 import itertools
+import math
+import re
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -366,17 +368,41 @@ def diff(kg: KBGraph, a: str, b: str) -> dict[str, Any]:
 
 
 def parse_settings(items: Iterable[str]) -> dict[str, float]:
-    """`QUANTITY=VALUE` strings -> {quantity: value}; GraphQueryError on a malformed item."""
+    """`QUANTITY=VALUE` strings -> {quantity: value}; GraphQueryError on a malformed item or a
+    value that is not a finite number (nan, inf)."""
     out: dict[str, float] = {}
     for item in items:
         name, sep, text = item.partition("=")
         try:
             if not sep or not name.strip():
                 raise ValueError
-            out[name.strip()] = float(text)
+            value = float(text)
         except ValueError:
             raise GraphQueryError(f"expected QUANTITY=NUMBER, got {item!r}") from None
+        if not math.isfinite(value):
+            raise GraphQueryError(f"expected a finite number, got {item!r}")
+        out[name.strip()] = value
     return out
+
+
+# Rates (TFLOP/s, TOPS, TB/s, B/s), sizes (B, KB, KiB, GB) and counts: zero or less is no hardware.
+_POSITIVE_UNIT = re.compile(r".+/s|[kKMGTPE]?i?B|[kKMGTPE]?(?:FLOPS|OPS)|count")
+
+
+def _positive_only(unit: str | None) -> bool:
+    return unit is not None and _POSITIVE_UNIT.fullmatch(unit.strip()) is not None
+
+
+def check_setting(kg: KBGraph, quantity: str, value: float) -> None:
+    """GraphQueryError unless `value` can stand for datasheet quantity `quantity` (a node id)."""
+    if not math.isfinite(value):
+        raise GraphQueryError(f"{_bare(quantity)}: expected a finite number, got {value}")
+    unit = kg.g.nodes[quantity].get("unit")
+    if _positive_only(unit) and value <= 0:
+        raise GraphQueryError(
+            f"{_bare(quantity)} is a rate, size or count ({unit}): expected a positive number, "
+            f"got {value:g}"
+        )
 
 
 def what_if(kg: KBGraph, accelerator: str, settings: Mapping[str, float]) -> dict[str, Any]:
@@ -391,6 +417,7 @@ def what_if(kg: KBGraph, accelerator: str, settings: Mapping[str, float]) -> dic
             raise GraphQueryError(
                 f"{_bare(q)} is computed ({kg.g.nodes[q]['formula']}); set {inputs}"
             )
+        check_setting(kg, q, value)
         overrides[_bare(q)] = value
     before = kg.values(acc).all()
     record = kg.kb.records[acc]

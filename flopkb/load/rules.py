@@ -37,6 +37,12 @@ LOAD_RULES: dict[str, tuple[Severity, str]] = {
         E,
         "a schema_version 1 class record carries `flop.hardware_parameters` (added in 2)",
     ),
+    # The filesystem walk (flopkb/walk.py, flopkb/load/safefile.py): located at the entry itself.
+    "FKB130": (E, "a FIFO, device or socket where a record file should be; never opened"),
+    "FKB131": (E, "a symlink that resolves outside the KB root, dangles or loops; never followed"),
+    "FKB132": (E, "a folder that cannot be listed (permissions, I/O); its records go unchecked"),
+    "FKB133": (E, "the walk passed its bound (entries: nothing read; depth: folder not walked)"),
+    "FKB134": (W, "a symlink to a folder inside the KB; not followed (its files are not walked)"),
 }
 
 

@@ -29,6 +29,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from flopkb.findings import Finding
 from flopkb.load.rules import load_finding
+from flopkb.load.safefile import RefusedFile, read_regular
 
 try:
     from yaml._yaml import CParser, get_version
@@ -227,8 +228,9 @@ def read_document(path: Path, display: str, limits: Limits = Limits()) -> Docume
         return doc
 
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(limits.max_bytes + 1)
+        raw = read_regular(path, limits.max_bytes + 1)
+    except RefusedFile as exc:
+        return whole_file(exc.code, exc.message)
     except OSError as exc:
         return whole_file("FKB101", f"cannot read the file: {exc.strerror or exc}")
     if len(raw) > limits.max_bytes:

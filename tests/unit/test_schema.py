@@ -18,7 +18,7 @@ VALID = REPO / "tests" / "cases" / "valid" / "small-kb"
 
 
 def test_committed_schema_matches_the_models() -> None:
-    assert drift(SCHEMA) == [], "run `flopkb schema export` and commit schema/"
+    assert drift(SCHEMA) == [], "run `flopkb schema export --force` and commit schema/"
 
 
 @pytest.mark.parametrize("name", sorted(generate()))

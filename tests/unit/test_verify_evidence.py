@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from flopkb.atomic import WritePolicy, writing
 from flopkb.check import run_checks
 from flopkb.kb import load_kb
 from flopkb.model import EvidenceRecord
@@ -63,7 +64,9 @@ def test_interrupted_write_leaves_no_file(tmp_path, monkeypatch, exc):
     def boom(src, dst):
         raise exc("interrupted")
 
+    # a new file is published with link() (no clobbering), a replaced one with replace()
     monkeypatch.setattr(os, "replace", boom)
+    monkeypatch.setattr(os, "link", boom)
     with pytest.raises(exc):
         ev_io.atomic_write_text(tmp_path / "ev-b.yaml", "x: 1\n")
     assert list(tmp_path.iterdir()) == []
@@ -83,7 +86,7 @@ def test_interrupted_overwrite_keeps_the_old_file(tmp_path, monkeypatch):
     target = tmp_path / "ev-d.yaml"
     target.write_text("old\n")
     monkeypatch.setattr(os, "replace", lambda s, d: (_ for _ in ()).throw(KeyboardInterrupt()))
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt), writing(WritePolicy(force=True)):
         ev_io.atomic_write_text(target, "new\n")
     assert target.read_text() == "old\n" and [p.name for p in tmp_path.iterdir()] == ["ev-d.yaml"]
 
