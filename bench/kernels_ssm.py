@@ -217,11 +217,11 @@ def bench_selective_scan(ceil: dict[str, float], quick: bool) -> list[dict[str, 
         # other block sizes; they were slower and are not repeated here.
         configs = [
             ("sequential", {"block_d": bd, "num_warps": 4, "transpose_bc": False}),
-            ("sequential", {"block_d": bd, "num_warps": 4, "unroll": 4}),
-            ("sequential", {"block_d": bd, "num_warps": 4, "unroll": 4, "vector_io": True}),
-            ("sequential", {"block_d": bd * 2, "num_warps": 8, "unroll": 4}),
-            ("sequential", {"block_d": bd * 2, "num_warps": 8, "unroll": 4, "vector_io": True}),
-            ("sequential", {"block_d": bd // 2, "num_warps": 2, "unroll": 4, "vector_io": True}),
+            ("sequential", {"block_d": bd, "num_warps": 4, "sp_tile": False}),
+            ("sequential", {"block_d": bd, "num_warps": 4, "sp_tile": True}),
+            ("sequential", {"block_d": bd * 2, "num_warps": 8, "sp_tile": False}),
+            ("sequential", {"block_d": bd * 2, "num_warps": 8, "sp_tile": True}),
+            ("sequential", {"block_d": bd // 2, "num_warps": 2, "sp_tile": True}),
             ("assoc", {"block_t": 16}),
         ]
         if quick:

@@ -10,6 +10,14 @@ that do not parse are dropped), its quantity is guessed from keywords, and its b
 `unverified`: a curator upgrades it after finding a source. It is the "schema authority pass" of
 the starting material, done by a tool that can only copy.
 
+Rows the record already has: a candidate whose effect overlaps the effect of one of the record's
+rows (one contains the other after normalisation, the containment `reproduces` uses) is *already
+quoted*; `extract_record` sets such candidates apart, naming the rows, so that pasting the proposals
+never duplicates a claim under a new id.
+
+A record that fails validation is still read: its prose and rows come from the YAML as written
+(safe loading, no schema), and the record's findings (structure and checks) come with the result.
+
 Reproduction (what docs/kb.md reports): a proposed row reproduces a bundled row of the same record
 when one effect contains the other after whitespace normalisation and both magnitudes parse to the
 same value (kind, low, high, unit, bound and `at` condition).
@@ -18,12 +26,16 @@ same value (kind, low, high, unit, bound and `at` condition).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import yaml
 
+from flopkb.check import run_checks
+from flopkb.findings import Finding, Severity
 from flopkb.kb import KnowledgeBase
+from flopkb.load.yamlfile import read_document
 from flopkb.magnitude import Magnitude, MagnitudeError, parse_magnitude
 from flopkb.model import ClassRecord
 from flopkb.text import normalise
@@ -150,9 +162,14 @@ class Candidate:
 
 def propose(record: ClassRecord) -> list[Candidate]:
     """Candidate rows for `record`, in prose order; every effect is a sentence of the prose."""
+    return propose_from_prose(record.prose)
+
+
+def propose_from_prose(prose: str) -> list[Candidate]:
+    """Candidate rows for a prose text, in prose order; every effect is a sentence of it."""
     out: list[Candidate] = []
     ids: set[str] = set()
-    for sentence in sentences(record.prose):
+    for sentence in sentences(prose):
         magnitudes = lift_magnitudes(sentence)
         if not magnitudes:
             if not (_CLAIM_WORDS.search(sentence) and _HARDWARE_WORDS.search(sentence)):
@@ -172,6 +189,118 @@ def to_yaml(candidates: list[Candidate]) -> str:
     """The candidates as a YAML list a curator can paste under `flop.hardware_parameters`."""
     rows = [c.as_row() for c in candidates]
     return yaml.safe_dump(rows, sort_keys=False, allow_unicode=True, width=100)
+
+
+class NotAClassRecord(LookupError):
+    """The id names no class record, loaded or not (a usage error, exit 2)."""
+
+
+@dataclass(frozen=True)
+class Quoted:
+    """A candidate whose effect overlaps the effect of rows the record already has."""
+
+    candidate: Candidate
+    rows: list[str]
+
+
+@dataclass
+class Extraction:
+    """What `flopkb extract RECORD` reports.
+
+    `candidates` are new (pasteable without duplicating a claim), `quoted` overlap existing rows,
+    `problems` are the record's own errors and warnings (empty when it validates), `loaded`
+    says whether the record passed the schema (when not, prose and rows were read from the YAML
+    as written), and `has_prose` whether any prose could be read at all.
+    """
+
+    record: str
+    file: str
+    loaded: bool
+    has_prose: bool
+    candidates: list[Candidate] = field(default_factory=list)
+    quoted: list[Quoted] = field(default_factory=list)
+    problems: list[Finding] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "record": self.record,
+            "file": self.file,
+            "valid": not any(f.severity is Severity.error for f in self.problems),
+            "candidates": [c.as_row() for c in self.candidates],
+            "already_quoted": [
+                {**q.candidate.as_row(), "quoted_by": q.rows} for q in self.quoted
+            ],
+            "problems": [f.as_dict() for f in self.problems],
+        }
+
+
+def quoting_rows(candidate: Candidate, rows: list[tuple[str, str]]) -> list[str]:
+    """Ids of the `(id, effect)` rows whose effect contains or is contained in the candidate's."""
+    mine = normalise(candidate.effect)
+    return [
+        row_id
+        for row_id, effect in rows
+        if (theirs := normalise(effect)) and (theirs in mine or mine in theirs)
+    ]
+
+
+def _raw_rows(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """`(id, effect)` of every row of a record as written, skipping rows too broken to read."""
+    flop = data.get("flop")
+    rows = flop.get("hardware_parameters") if isinstance(flop, dict) else None
+    if not isinstance(rows, list):
+        return []
+    return [
+        (row["id"] if isinstance(row.get("id"), str) else f"#{n}", row["effect"])
+        for n, row in enumerate(rows, 1)
+        if isinstance(row, dict) and isinstance(row.get("effect"), str)
+    ]
+
+
+def _not_a_class(record_id: str, kind: str) -> str:
+    article = "an" if kind[:1] in tuple("aeiou") else "a"
+    return f"{record_id!r} is {article} {kind} record, not a class record (operator or model)"
+
+
+def extract_record(kb: KnowledgeBase, load_findings: list[Finding], record_id: str) -> Extraction:
+    """Propose rows for the class record `record_id`, validated or not.
+
+    `load_findings` are the findings `load_kb` returned with `kb`. A record that failed the schema
+    is read again from its file (the safe loader, no model), so its prose is still proposed from
+    and its problems are reported; NotAClassRecord when no file defines a class record of that id.
+    """
+    record = kb.classes.get(record_id)
+    if record is not None:
+        file = kb.file_of(record_id)
+        prose = record.prose
+        rows = [(r.id, r.effect) for r in record.flop.hardware_parameters]
+    elif record_id in kb.unloaded:
+        file = kb.unloaded[record_id]
+        doc = read_document(Path(file), file, kb.limits)
+        data = doc.data or {}
+        if data and data.get("kind") not in ("operator", "model", None):
+            raise NotAClassRecord(_not_a_class(record_id, str(data.get("kind"))))
+        prose = data.get("prose") if isinstance(data.get("prose"), str) else ""
+        rows = _raw_rows(data)
+    elif record_id in kb.records:
+        raise NotAClassRecord(_not_a_class(record_id, kb.records[record_id].kind.value))
+    else:
+        raise NotAClassRecord(record_id)
+    # a record that loaded can still break provenance rules; the checks run over the whole KB
+    # because references resolve against it, and only this record's errors and warnings are kept
+    # (notes, such as a claim not applicable on a part, are reports, not problems)
+    problems = [
+        f for f in [*load_findings, *run_checks(kb)]
+        if f.file == file and f.severity is not Severity.info
+    ]
+    result = Extraction(record_id, file, record is not None, bool(prose), problems=problems)
+    for candidate in propose_from_prose(prose):
+        quoted_by = quoting_rows(candidate, rows)
+        if quoted_by:
+            result.quoted.append(Quoted(candidate, quoted_by))
+        else:
+            result.candidates.append(candidate)
+    return result
 
 
 def _same_magnitude(a: Magnitude, b: Magnitude) -> bool:

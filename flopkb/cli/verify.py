@@ -22,6 +22,23 @@ from flopkb.cli.common import (
     kb_root,
 )
 
+# What the `kernels` extra installs; verify imports all three (numpy through torch and the plots).
+KERNEL_EXTRA_MODULES = ("torch", "triton", "numpy")
+
+
+def _missing_kernel_extra() -> list[str]:
+    """The modules of the `kernels` extra that cannot be imported here (with the reason when an
+    installed one is broken rather than absent)."""
+    missing = []
+    for name in KERNEL_EXTRA_MODULES:
+        try:
+            __import__(name)
+        except ModuleNotFoundError:
+            missing.append(name)
+        except ImportError as exc:
+            missing.append(f"{name} ({exc})")
+    return missing
+
 
 class Impl(str, Enum):
     bundled = "bundled"
@@ -106,6 +123,10 @@ def verify(
 ) -> None:
     """Run the experiments linked from claim rows: CPU correctness checks and the plan, or with
     --gpu the timed runs, verdicts and evidence files."""
+    missing = _missing_kernel_extra()
+    if missing:
+        fail(f"verify needs the kernels extra: pip install 'flopkb[kernels]' "
+             f"(missing: {', '.join(missing)})")
     from flopkb.kb import load_kb
     from flopkb.verify import runner
 

@@ -25,7 +25,8 @@ faster than a MultiDiGraph at 10^4 records); a second edge of the same pair keep
 
 One addition DESIGN does not list: `accelerator -cites-> source` (`quantities`: the specs it backs),
 so that a datasheet backing a spec is not an orphan and `affects SOURCE` reaches the claims it
-moves.
+moves. A spec is backed by its own `source` when it names one, else by the record's `sources`;
+a record-level source whose specs all name their own keeps the edge with no quantities.
 References that do not resolve are left out of the graph and listed in `graph.graph["dangling"]`
 (the reference checks of `flopkb validate` report them; the graph never invents a node).
 """
@@ -137,9 +138,13 @@ def _build(kb: KnowledgeBase) -> nx.DiGraph:
                  note=spec.note)  # fmt: skip
             if spec.source is not None:
                 backed.setdefault(spec.source.id, []).append(qid)
+        # A source of the whole record backs only the specs that name no source of their own:
+        # a spec's own locator says exactly which datasheet its figure comes from, and letting
+        # the record-level list back every spec would make `affects SOURCE` reach claims the
+        # source says nothing about (a whitepaper cited for the SM count is not a bandwidth source).
+        unsourced = sorted(qid for qid, spec in a.specs.items() if spec.source is None)
         for ref in a.sources:
-            # a source of the whole record backs every spec of the part
-            backed.setdefault(ref.id, []).extend(sorted(a.specs))
+            backed.setdefault(ref.id, []).extend(unsourced)
         for sid, qids in backed.items():
             edge(acc, node_id("source", sid), "cites", via="spec", quantities=sorted(set(qids)))
     for cid, c in classes.items():

@@ -3,8 +3,9 @@
 Columns, left to right: sources | classes | claims | computed quantities | datasheet quantities |
 accelerators | evidence. Within a column, nodes are ordered by the mean position of their
 neighbours (a few barycentre sweeps), which keeps a class's claims together and next to the
-quantities they depend on. The graphviz `dot` binary is used when it is on PATH (DOT text with one
-rank per kind); otherwise matplotlib (the optional `flopkb[plot]` extra) draws the same layers.
+quantities they depend on. `flopkb.graph.picture` turns that order into one layout (positions,
+labels, legend column); graphviz draws it when `dot` is on PATH (`neato -n2`: positions kept),
+otherwise matplotlib (the optional `flopkb[plot]` extra) draws the very same layout.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from typing import Any
 import networkx as nx
 
 from flopkb.atomic import atomic_path
+from flopkb.graph import picture
 from flopkb.graph.build import EVIDENCE_RELATIONS
-from flopkb.graph.export import KIND_COLOURS, to_dot
+from flopkb.graph.export import KIND_COLOURS
 from flopkb.graph.queries import KBGraph, latest_verdicts
 
 SUFFIXES = (".svg", ".png")
@@ -164,7 +166,7 @@ def render(
         raise RenderError(f"expected engine graphviz or matplotlib, got {engine!r}")
     with atomic_path(out) as tmp:
         if engine == "graphviz":
-            _graphviz(sub, tmp)
+            _graphviz(sub, tmp, centre)
         else:
             _matplotlib(sub, tmp, centre)
     return {
@@ -176,13 +178,23 @@ def render(
     }
 
 
-def _graphviz(sub: nx.DiGraph, tmp: Path) -> None:
+def _picture(sub: nx.DiGraph, centre: str | None) -> tuple[picture.Layout, list[Any]]:
+    """The one layout and legend both engines draw."""
+    columns = {n: _column(d) for n, d in sub.nodes(data=True)}
+    lay = picture.layout(sub, layered_positions(sub), centre, columns)
+    return lay, picture.legend_entries(STATUS_COLOURS, RELATION_STYLE, VERDICT_COLOURS)
+
+
+def _graphviz(sub: nx.DiGraph, tmp: Path, centre: str | None) -> None:
     dot = shutil.which("dot")
     if dot is None:
         raise RenderError("graphviz `dot` is not on PATH")
+    lay, legend = _picture(sub, centre)
+    # neato -n2 keeps the positions given: the same layout as the matplotlib drawing
     proc = subprocess.run(
-        [dot, f"-T{tmp.suffix[1:].lower()}", "-o", str(tmp)],
-        input=to_dot(sub).encode(),
+        [dot, "-Kneato", "-n2", "-Gdpi=150" if tmp.suffix.lower() == ".png" else "-Gdpi=72",
+         f"-T{tmp.suffix[1:].lower()}", "-o", str(tmp)],
+        input=picture.positioned_dot(lay, sub, legend, RELATION_STYLE).encode(),
         capture_output=True,
         timeout=300,
         check=False,
@@ -193,86 +205,10 @@ def _graphviz(sub: nx.DiGraph, tmp: Path) -> None:
 
 def _matplotlib(sub: nx.DiGraph, tmp: Path, centre: str | None) -> None:
     try:
-        from matplotlib.figure import Figure
-        from matplotlib.lines import Line2D
-        from matplotlib.patches import Patch
+        import matplotlib  # noqa: F401
     except ImportError:
         raise RenderError(
             "rendering needs graphviz (`dot` on PATH) or matplotlib: pip install 'flopkb[plot]'"
         ) from None
-    pos = layered_positions(sub)
-    per_column: dict[float, int] = {}
-    for x, _ in pos.values():
-        per_column[x] = per_column.get(x, 0) + 1
-    tallest = max(per_column.values(), default=1)
-    ncols = max(len(per_column), 1)
-    # About 0.16 in per node in the tallest column keeps 7-pt labels apart at ~300 nodes.
-    fig = Figure(figsize=(max(8.0, 3.2 * ncols), max(6.0, 0.16 * tallest + 1.5)))
-    ax = fig.add_axes((0.01, 0.01, 0.86, 0.94))
-    ax.set_axis_off()
-    for u, v, d in sub.edges(data=True):
-        k = d["relation"]
-        colour, alpha, width = RELATION_STYLE.get(k, (d.get("color", "#999999"), 0.7, 0.8))
-        if k in EVIDENCE_RELATIONS:
-            colour = d.get("color", colour)
-        (x0, y0), (x1, y1) = pos[u], pos[v]
-        ax.plot([x0, x1], [y0, y1], color=colour, alpha=alpha, linewidth=width, zorder=1)
-    fontsize = 7 if tallest < 120 else 5
-    for n, d in sub.nodes(data=True):
-        x, yy = pos[n]
-        label = d["label"].split("/", 1)[1] if d["kind"] == "claim" else d["label"]
-        edge = "#000000" if n == centre else "#555555"
-        ax.scatter(
-            [x],
-            [yy],
-            s=40,
-            color=d["fill"],
-            edgecolors=edge,
-            linewidths=1.6 if n == centre else 0.5,
-            zorder=3,
-        )
-        ax.annotate(
-            label,
-            (x, yy),
-            xytext=(4, 0),
-            textcoords="offset points",
-            fontsize=fontsize,
-            va="center",
-            ha="left",
-            zorder=4,
-            fontweight="bold" if n == centre else "normal",
-        )
-    for x in sorted(per_column):
-        name = next(_column(d) for n, d in sub.nodes(data=True) if pos[n][0] == x)
-        ax.text(
-            x,
-            1.02,
-            name,
-            fontsize=10,
-            fontweight="bold",
-            ha="left",
-            va="bottom",
-        )
-    ax.set_xlim(-0.2, ncols - 0.2)
-    ax.set_ylim(-0.02, 1.07)
-    handles = [
-        Patch(facecolor=c, edgecolor="#555555", label=f"claim: {s}")
-        for s, c in STATUS_COLOURS.items()
-    ]
-    handles += [
-        Patch(facecolor=c, edgecolor="#555555", label=k)
-        for k, c in KIND_COLOURS.items()
-        if k != "claim"
-    ]
-    handles += [
-        Line2D([0], [0], color=c, alpha=min(1.0, a * 2), label=r)
-        for r, (c, a, _) in RELATION_STYLE.items()
-    ]
-    ax.legend(
-        handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7, framealpha=0.9
-    )
-    title = f"flopkb dependency graph around {centre}" if centre else "flopkb dependency graph"
-    fig.suptitle(
-        f"{title} ({sub.number_of_nodes()} nodes, {sub.number_of_edges()} edges)", fontsize=11
-    )
-    fig.savefig(tmp, dpi=150 if tmp.suffix.lower() == ".png" else 72)
+    lay, legend = _picture(sub, centre)
+    picture.draw(lay, sub, legend, RELATION_STYLE, tmp)

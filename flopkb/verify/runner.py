@@ -298,16 +298,15 @@ def _measured(j) -> Measured | None:
                     unit=j.unit, what=j.what or None)
 
 
-def _plot(s: Session, experiment: str, m, stamp_: str) -> list[str]:
-    if not s.write or m.plot is None:
-        return []
+def _plot(s: Session, record: EvidenceRecord, spec: dict[str, Any] | None) -> EvidenceRecord:
+    """Draw the claim's picture beside its evidence, named like it; the record lists it."""
+    if not s.write or spec is None:
+        return record
     from flopkb.verify import plots
 
-    suffix = "-quick" if s.quick else ""
-    name = f"{experiment}-{s.accelerator or 'unknown-gpu'}-{stamp_}{suffix}.png"
-    title = f"{experiment} on {s.machine.get('gpu')}"
-    path = plots.render(m.plot, m.sweep, s.out_dir / name, title)
-    return [name] if path else []
+    name = f"{record.id}.png"
+    path = plots.render(spec, record.sweep, s.out_dir / name, plots.ClaimView.of(record))
+    return record.model_copy(update={"artifacts": [name]}) if path else record
 
 
 def _calibrate(s: Session, ctx, on_event: Event) -> Result:
@@ -408,9 +407,7 @@ def _measure(s: Session, ctx, job: Job, mod, cond: dict[str, Any], combo: impls.
     finally:
         ctx.quick = quick
     entry.update(timings=dict(ctx.timings), checks=list(ctx.checks), notes=list(ctx.notes),
-                 described=dict(ctx.described), duration=time.monotonic() - started,
-                 stamp=ev_io.stamp(dt.datetime.now(dt.timezone.utc)))
-    entry["artifacts"] = _safe_plot(s, job.experiment, entry) if primary else []
+                 described=dict(ctx.described), duration=time.monotonic() - started)
     return entry
 
 
@@ -481,6 +478,7 @@ def _run_job(s: Session, ctx, job: Job, on_event: Event) -> list[Result]:
             cond={**cond, **({"not_honoured": notes} if notes else {}), "quick": s.quick,
                   **s.run_conditions},
             stats={"timings": entry["timings"], "data": m.data if m else {},
+                   "plot": m.plot if m else None,
                    **({"other_combinations": {impls.label(e["combo"]): e["timings"]
                                               for e, *_ in judged[1:]}}
                       if len(judged) > 1 else {})},
@@ -491,7 +489,8 @@ def _run_job(s: Session, ctx, job: Job, on_event: Event) -> list[Result]:
             checks=[c for e, *_ in judged for c in e["checks"]],
             ceilings=ctx.ceilings.as_dict() if ctx.ceilings else {},
             sweep=m.sweep if m else [], duration=sum(e["duration"] for e, *_ in judged),
-            artifacts=entry["artifacts"], judgements=judgements, sensitive=sensitive)
+            artifacts=[], judgements=judgements, sensitive=sensitive)
+        record = _safe_plot(s, record, m.plot if m else None)
         if s.write:
             ev_io.write_evidence(record, s.out_dir)
         results.append(Result(
@@ -505,14 +504,13 @@ def _run_job(s: Session, ctx, job: Job, on_event: Event) -> list[Result]:
     return results
 
 
-def _safe_plot(s: Session, experiment: str, entry: dict[str, Any]) -> list[str]:
-    if entry["m"] is None:
-        return []
+def _safe_plot(s: Session, record: EvidenceRecord, spec: dict[str, Any] | None) -> EvidenceRecord:
+    # a picture that fails to draw never costs the evidence
     try:
-        return _plot(s, experiment, entry["m"], entry["stamp"])
+        return _plot(s, record, spec)
     except Exception as exc:
-        entry.setdefault("plot_error", f"{type(exc).__name__}: {exc}")
-        return []
+        failed = {**record.statistics, "plot_error": f"{type(exc).__name__}: {exc}"}
+        return record.model_copy(update={"statistics": failed})
 
 
 def gpu_available() -> bool:

@@ -71,9 +71,90 @@ class ChunkedRun:
         return self.out
 
 
-def _check_chunk(chunk_size: int) -> None:
-    if chunk_size not in (16, 32, 64, 128, 256):
-        raise ValueError(f"expected chunk_size in 16, 32, 64, 128, 256, got {chunk_size}")
+def chunked_run(
+    x: torch.Tensor,
+    dt: torch.Tensor,
+    A: torch.Tensor | None,
+    Bm: torch.Tensor,
+    Cm: torch.Tensor,
+    Dskip: torch.Tensor | None,
+    chunk_size: int,
+    *,
+    log_decay: torch.Tensor | None = None,
+    block_m: int = 64,
+    num_warps: int = 4,
+    num_stages: int = 2,
+    out: torch.Tensor | None = None,
+) -> ChunkedRun:
+    """The launches of the chunked schedule, scalar decay (A) or per-channel (log_decay, A None;
+    no chunk_bmm stage then, since scores cannot be shared across heads)."""
+    per_channel = log_decay is not None
+    s: SSDShape = check_ssd_args(x, dt, A, Bm, Cm, Dskip, out, log_decay=log_decay,
+                                 chunk_size=chunk_size)
+    if out is None:
+        out = torch.empty_like(x)
+    nchunks = triton.cdiv(s.steps, chunk_size)
+    bp, bn = dot_dim(s.headdim), dot_dim(s.dstate)
+    bk = min(chunk_size, 64)
+    bm = min(chunk_size, block_m)
+    prec = dot_precision(x.dtype)
+    upcast = upcast_dot(x.dtype)
+    hpg = s.heads // s.groups
+    states = torch.empty(
+        s.batch, nchunks, s.heads, s.headdim, s.dstate, dtype=torch.float32, device=s.device
+    )
+    start_states = torch.empty_like(states, dtype=x.dtype)
+    if per_channel:
+        # The in-chunk cumulative decay per channel, [B, T, H, N] float32.
+        cs = torch.empty(s.batch, s.steps, s.heads, s.dstate, dtype=torch.float32,
+                         device=s.device)
+        cb = cs[:0]
+        decay = log_decay
+    else:
+        cs = torch.empty(s.batch, s.heads, s.steps, dtype=torch.float32, device=s.device)
+        cb = torch.empty(s.batch, nchunks, s.groups, chunk_size, chunk_size,
+                         dtype=torch.float32, device=s.device)
+        decay = A
+    pn = s.headdim * s.dstate
+    sp_block = min(1024, triton.next_power_of_2(pn))
+    row_blocks = triton.cdiv(chunk_size, bm)
+
+    def chunk_bmm() -> None:
+        _chunk_bmm_kernel[(s.batch * s.groups, nchunks * row_blocks)](
+            Bm, Cm, cb, s.steps, s.groups, s.dstate, chunk_size, nchunks, row_blocks,
+            DOT_PREC=prec, UPCAST_DOT=upcast, BLOCK_M=bm, BLOCK_N=bn,
+            num_warps=num_warps, num_stages=num_stages,
+        )
+
+    def chunk_state() -> None:
+        _chunk_state_kernel[(s.batch * s.heads, nchunks)](
+            x, dt, decay, Bm, states, cs,
+            s.steps, s.heads, s.headdim, s.dstate, hpg, chunk_size, nchunks,
+            COMPUTE_STATE=True, DOT_PREC=prec, UPCAST_DOT=upcast,
+            BLOCK_K=bk, BLOCK_P=bp, BLOCK_N=bn, PER_CHANNEL=per_channel,
+            num_warps=num_warps, num_stages=num_stages,
+        )
+
+    def state_passing() -> None:
+        _state_passing_kernel[(triton.cdiv(pn, sp_block), s.batch * s.heads)](
+            states, cs, start_states, states, states,
+            s.steps, s.heads, s.dstate, pn, chunk_size, nchunks,
+            BLOCK=sp_block, PER_CHANNEL=per_channel, num_warps=4,
+        )
+
+    def chunk_scan() -> None:
+        _chunk_scan_kernel[(s.batch * s.heads, nchunks * row_blocks)](
+            x, dt, Bm, Cm, Dskip if Dskip is not None else dt, cs, start_states, cb, out,
+            s.steps, s.heads, s.headdim, s.dstate, hpg, chunk_size, nchunks, row_blocks,
+            HAS_STATE=True, HAS_CB=not per_channel, HAS_D=Dskip is not None, DOT_PREC=prec,
+            UPCAST_DOT=upcast, BLOCK_M=bm, BLOCK_P=bp, BLOCK_N=bn, PER_CHANNEL=per_channel,
+            num_warps=num_warps, num_stages=num_stages,
+        )
+
+    stages = {} if per_channel else {"chunk_bmm": chunk_bmm}
+    stages |= {"chunk_state": chunk_state, "state_passing": state_passing,
+               "chunk_scan": chunk_scan}
+    return ChunkedRun(stages, out, states, start_states, cs, cb)
 
 
 def ssd_chunked_stages(
@@ -90,67 +171,11 @@ def ssd_chunked_stages(
     num_stages: int = 2,
     out: torch.Tensor | None = None,
 ) -> ChunkedRun:
-    """Allocate buffers and return the three launches of `ssd_chunked` (same arguments)."""
-    _check_chunk(chunk_size)
-    s: SSDShape = check_ssd_args(x, dt, A, Bm, Cm, Dskip, out)
-    if out is None:
-        out = torch.empty_like(x)
-    nchunks = triton.cdiv(s.steps, chunk_size)
-    bp, bn = dot_dim(s.headdim), dot_dim(s.dstate)
-    bk = min(chunk_size, 64)
-    bm = min(chunk_size, block_m)
-    prec = dot_precision(x.dtype)
-    upcast = upcast_dot(x.dtype)
-    hpg = s.heads // s.groups
-    states = torch.empty(
-        s.batch, nchunks, s.heads, s.headdim, s.dstate, dtype=torch.float32, device=s.device
+    """Allocate buffers and return the four launches of `ssd_chunked` (same arguments)."""
+    return chunked_run(
+        x, dt, A, Bm, Cm, Dskip, chunk_size,
+        block_m=block_m, num_warps=num_warps, num_stages=num_stages, out=out,
     )
-    start_states = torch.empty_like(states, dtype=x.dtype)
-    cs = torch.empty(s.batch, s.heads, s.steps, dtype=torch.float32, device=s.device)
-    cb = torch.empty(
-        s.batch, nchunks, s.groups, chunk_size, chunk_size, dtype=torch.float32, device=s.device
-    )
-    pn = s.headdim * s.dstate
-    sp_block = min(1024, triton.next_power_of_2(pn))
-    row_blocks = triton.cdiv(chunk_size, bm)
-
-    def chunk_bmm() -> None:
-        _chunk_bmm_kernel[(s.batch * s.groups, nchunks * row_blocks)](
-            Bm, Cm, cb, s.steps, s.groups, s.dstate, chunk_size, nchunks, row_blocks,
-            DOT_PREC=prec, UPCAST_DOT=upcast, BLOCK_M=bm, BLOCK_N=bn,
-            num_warps=num_warps, num_stages=num_stages,
-        )
-
-    def chunk_state() -> None:
-        _chunk_state_kernel[(s.batch * s.heads, nchunks)](
-            x, dt, A, Bm, states, cs,
-            s.steps, s.heads, s.headdim, s.dstate, hpg, chunk_size, nchunks,
-            COMPUTE_STATE=True, DOT_PREC=prec, UPCAST_DOT=upcast,
-            BLOCK_K=bk, BLOCK_P=bp, BLOCK_N=bn,
-            num_warps=num_warps, num_stages=num_stages,
-        )
-
-    def state_passing() -> None:
-        _state_passing_kernel[(triton.cdiv(pn, sp_block), s.batch * s.heads)](
-            states, cs, start_states, s.steps, s.heads, pn, chunk_size, nchunks,
-            BLOCK=sp_block, num_warps=4,
-        )
-
-    def chunk_scan() -> None:
-        _chunk_scan_kernel[(s.batch * s.heads, nchunks * row_blocks)](
-            x, dt, Bm, Cm, Dskip if Dskip is not None else A, cs, start_states, cb, out,
-            s.steps, s.heads, s.headdim, s.dstate, hpg, chunk_size, nchunks, row_blocks,
-            HAS_STATE=True, HAS_CB=True, HAS_D=Dskip is not None, DOT_PREC=prec, UPCAST_DOT=upcast,
-            BLOCK_M=bm, BLOCK_P=bp, BLOCK_N=bn, num_warps=num_warps, num_stages=num_stages,
-        )
-
-    stages = {
-        "chunk_bmm": chunk_bmm,
-        "chunk_state": chunk_state,
-        "state_passing": state_passing,
-        "chunk_scan": chunk_scan,
-    }
-    return ChunkedRun(stages, out, states, start_states, cs, cb)
 
 
 def ssd_chunked(
@@ -169,7 +194,22 @@ def ssd_chunked(
 ) -> torch.Tensor:
     """Chunked SSD forward. x [B, T, H, P]; dt [B, T, H] (>0); A [H] fp32 (<0);
     Bm, Cm [B, T, G, N]; Dskip [H] fp32; chunk_size in 16..256 (powers of two).
-    Returns y [B, T, H, P] in x's dtype; `out` (optional) receives it."""
+    Returns y [B, T, H, P] in x's dtype; `out` (optional) receives it.
+
+    When grad mode is on and an input requires grad, this runs as `backward.ssd_chunked_fn`
+    (the bundled Triton backward, default backward tiling); otherwise nothing is saved."""
+    if torch.is_grad_enabled() and any(
+        t is not None and t.requires_grad for t in (x, dt, A, Bm, Cm, Dskip)
+    ):
+        if out is not None:
+            raise ValueError("expected out=None when an input requires grad, got an out buffer")
+        # Imported here: backward.py builds on this module.
+        from .backward import ssd_chunked_fn
+
+        return ssd_chunked_fn(
+            x, dt, A, Bm, Cm, Dskip, chunk_size,
+            block_m=block_m, num_warps=num_warps, num_stages=num_stages,
+        )
     run = ssd_chunked_stages(
         x, dt, A, Bm, Cm, Dskip, chunk_size,
         block_m=block_m, num_warps=num_warps, num_stages=num_stages, out=out,

@@ -70,3 +70,73 @@ def chunked_bytes(
     base = bytes_moved(batch, steps, heads, headdim, dstate, groups, x_bytes, bc_bytes, dt_bytes,
                        has_d)
     return base + states * (2 * 4 + 2 * x_bytes) + 3 * cs + 2 * cb
+
+
+def _tri(steps: int, chunk: int) -> int:
+    """Sum over chunks of Q(Q+1): the causal (i, j) pairs of every chunk, times two."""
+    full, rest = divmod(steps, chunk)
+    return full * chunk * (chunk + 1) + rest * (rest + 1)
+
+
+def backward_flops(
+    batch: int, steps: int, heads: int, headdim: int, dstate: int, chunk: int = 64,
+    groups: int = 1, has_d: bool = False,
+) -> int:
+    """FLOPs of the chunked backward, the useful (causal) work counted per head like `flops`:
+    per chunk of Q steps (the multiply-adds of each product, 2 per pair):
+      dH = (exp(cs) dy)^T C                 2 Q P N   (gradient into the start state)
+      state passing, reverse + <g, h>       4 P N     (FMA recurrence and the inner product)
+      dx: M^T dy (causal) + B g^T           P Q(Q+1) + 2 Q P N
+      dCB: dy x^T (causal)                  P Q(Q+1)
+      dC: dCB B + exp(cs) dy h              N Q(Q+1) + 2 Q P N
+      dB: dCB^T C + (w x) g                 N Q(Q+1) + 2 Q P N
+    i.e. 2 (P + N) Q(Q+1) + 8 Q P N + 4 P N per chunk; D adds 4 T P (dx += D dy, dD).
+    `groups` is accepted for symmetry: the dCB products with B and C are counted per head, as
+    the forward counts scores per head; the kernel runs them once per group."""
+    del groups
+    nc = math.ceil(steps / chunk)
+    per_bh = 2 * (headdim + dstate) * _tri(steps, chunk) + 8 * steps * headdim * dstate
+    per_bh += 4 * nc * headdim * dstate + (4 * steps * headdim if has_d else 0)
+    return batch * heads * per_bh
+
+
+def backward_bytes(
+    batch: int, steps: int, heads: int, headdim: int, dstate: int, chunk: int = 64,
+    groups: int = 1, x_bytes: int = 2, bc_bytes: int = 2, dt_bytes: int = 4,
+    has_d: bool = False,
+) -> int:
+    """Fewest bytes any backward must move: x, dy, dt, B, C read once and dx, ddt, dB, dC
+    written once (A, D, dA, dD: H floats each), plus reading what the forward saved
+    (`saved_bytes`; a schedule that recomputes it reads the inputs again instead)."""
+    tokens = batch * steps
+    return (
+        tokens * heads * headdim * 3 * x_bytes
+        + tokens * heads * dt_bytes * 2
+        + tokens * groups * dstate * 4 * bc_bytes
+        + heads * 4 * (4 if has_d else 2)
+        + saved_bytes(batch, steps, heads, headdim, dstate, chunk, groups, x_bytes)
+    )
+
+
+def saved_bytes(
+    batch: int, steps: int, heads: int, headdim: int, dstate: int, chunk: int = 64,
+    groups: int = 1, x_bytes: int = 2,
+) -> int:
+    """What `ssd_chunked_fn` keeps from the forward beyond its inputs, all written by the
+    forward's own launches: cs float32 [B, H, T], C.B float32 [B, nc, G, Q, Q] and the chunk
+    start states in x's dtype [B, nc, H, P, N]."""
+    nc = math.ceil(steps / chunk)
+    return (
+        batch * heads * steps * 4
+        + batch * nc * groups * chunk * chunk * 4
+        + batch * nc * heads * headdim * dstate * x_bytes
+    )
+
+
+def training_flops(
+    batch: int, steps: int, heads: int, headdim: int, dstate: int, chunk: int = 64,
+    groups: int = 1, has_d: bool = False,
+) -> int:
+    """Forward + backward FLOPs of one chunked training step."""
+    fwd = flops("chunked", batch, steps, heads, headdim, dstate, chunk, has_d)
+    return fwd + backward_flops(batch, steps, heads, headdim, dstate, chunk, groups, has_d)

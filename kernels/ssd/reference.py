@@ -99,3 +99,54 @@ def ssd_per_channel_reference(
     if Dskip is not None:
         y = y + xf * Dskip.to(acc)[None, None, :, None]
     return y.to(x.dtype)
+
+
+def ssd_chunked_reference(
+    x: torch.Tensor,
+    dt: torch.Tensor,
+    A: torch.Tensor,
+    Bm: torch.Tensor,
+    Cm: torch.Tensor,
+    Dskip: torch.Tensor | None = None,
+    chunk_size: int = 64,
+) -> torch.Tensor:
+    """The chunked form in plain PyTorch ops (differentiable by torch.autograd), for gradient
+    checks at sizes where autograd through the step-by-step `ssd_reference` would keep one state
+    per step ([B, H, P, N] each). Same inputs and result as `ssd_reference`; the tests tie the two
+    together. Memory O(B T H (Q + P + N)) plus the start states."""
+    acc = _acc_dtype(x)
+    batch, steps, heads, p = x.shape
+    n = Bm.shape[-1]
+    q = chunk_size
+    nc = -(-steps // q)
+    pad = nc * q - steps
+    xf, dtf = x.to(acc), dt.to(acc)
+    Bf, Cf = _heads(Bm.to(acc), heads), _heads(Cm.to(acc), heads)
+    if pad:
+        # dt = 0 past the end: decay 1 and no input, so padded steps change nothing before them.
+        xf = torch.nn.functional.pad(xf, (0, 0, 0, 0, 0, pad))
+        dtf = torch.nn.functional.pad(dtf, (0, 0, 0, pad))
+        Bf = torch.nn.functional.pad(Bf, (0, 0, 0, 0, 0, pad))
+        Cf = torch.nn.functional.pad(Cf, (0, 0, 0, 0, 0, pad))
+    xc = xf.view(batch, nc, q, heads, p)
+    dtc = dtf.view(batch, nc, q, heads)
+    Bc, Cc = Bf.view(batch, nc, q, heads, n), Cf.view(batch, nc, q, heads, n)
+    cs = torch.cumsum(dtc * A.to(acc), dim=2)  # [B, nc, Q, H], restarts every chunk
+    causal = torch.ones(q, q, dtype=torch.bool, device=x.device).tril()
+    seg = (cs[:, :, :, None, :] - cs[:, :, None, :, :]).permute(0, 1, 4, 2, 3)  # [B,nc,H,i,j]
+    decay = torch.exp(seg.masked_fill(~causal, float("-inf")))
+    scores = torch.einsum("bcihn,bcjhn->bchij", Cc, Bc) * decay
+    y = torch.einsum("bchij,bcjh,bcjhp->bcihp", scores, dtc, xc)
+    to_end = torch.exp(cs[:, :, -1:, :] - cs)
+    local = torch.einsum("bcjh,bcjhp,bcjhn->bchpn", to_end * dtc, xc, Bc)
+    state = torch.zeros(batch, heads, p, n, dtype=acc, device=x.device)
+    starts = []
+    for c in range(nc):
+        starts.append(state)
+        state = torch.exp(cs[:, c, -1])[:, :, None, None] * state + local[:, c]
+    h0 = torch.stack(starts, dim=1)  # [B, nc, H, P, N]
+    y = y + torch.einsum("bcihn,bchpn->bcihp", Cc * torch.exp(cs)[..., None], h0)
+    y = y.reshape(batch, nc * q, heads, p)[:, :steps]
+    if Dskip is not None:
+        y = y + x.to(acc) * Dskip.to(acc)[None, None, :, None]
+    return y.to(x.dtype)

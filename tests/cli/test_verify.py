@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
+import pytest
 from typer.testing import CliRunner
 
 from flopkb.cli import app
@@ -54,3 +58,25 @@ def test_unknown_claim_is_a_usage_error(tmp_path):
     root = write_kb(tmp_path)
     result = cli.invoke(app, ["--kb", str(root), "verify", "--claim", "nope/nope"])
     assert result.exit_code == 2 and "no claim" in result.stderr
+
+
+@pytest.mark.parametrize("args", [[], ["--gpu"], ["--gpu", "--claim", "test-class/overhead"]])
+def test_without_torch_one_line_names_the_kernels_extra_and_exits_2(tmp_path, args):
+    # A fresh interpreter in which `import torch` fails as it does where torch is not installed.
+    root = write_kb(tmp_path)
+    code = (
+        "import sys; sys.modules['torch'] = None\n"
+        "from flopkb.cli import app\n"
+        f"app(['--kb', {str(root)!r}, 'verify', *{args!r}])\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert done.returncode == 2, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert lines == [
+        "flopkb: error: verify needs the kernels extra: pip install 'flopkb[kernels]' "
+        "(missing: torch)"
+    ]
+    assert done.stdout == ""
+    assert list((root / "records" / "evidence").iterdir()) == []

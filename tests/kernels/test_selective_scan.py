@@ -11,14 +11,15 @@ import pytest
 import torch
 
 BOUND = {torch.float32: 1e-5, torch.bfloat16: 1e-2}
-# Every code path of the wrapper: the default (sequential, unrolled by 4, vector I/O, B/C copied
-# time-major), the plain one-step loop on Mamba's layout, the time-major copies, the unrolled loop
-# with scalar I/O, and the associative schedule.
+# Every code path of the wrapper: the default (sequential, unrolled by 4, [BLOCK_D, 4] tiles, B/C
+# copied time-major), the plain one-step loop on Mamba's layout, the time-major copies, delta'
+# prepared per column and per tile, and the associative schedule.
 CONFIGS = {
     "default": {},
-    "plain": {"unroll": 1, "vector_io": False, "transpose_bc": False},
+    "plain": {"unroll": 1, "transpose_bc": False},
     "time_major": {"time_major": True},
-    "unroll_scalar_io": {"unroll": 4, "vector_io": False},
+    "sp_columns": {"sp_tile": False},
+    "sp_tile": {"sp_tile": True},
     "assoc": {"schedule": "assoc", "block_t": 8},
 }
 

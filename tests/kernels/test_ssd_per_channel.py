@@ -58,3 +58,18 @@ def test_per_channel_rejects_bad_decay_shape(kernels, device):
     g = -torch.rand(*dt.shape, SHAPE["dstate"] + 1, device=device)
     with pytest.raises(ValueError, match="expected log_decay of shape"):
         ssd_chunked_per_channel(x, dt, g, Bm, Cm)
+
+
+@pytest.mark.parametrize("chunk", [32, 64])
+def test_per_channel_strong_decay_does_not_overflow(kernels, device, chunk):
+    # A 64-row block whose log-decay sums to about -190 per channel: the factored diagonal tile
+    # (C_i exp(G_i - G_r), B_j exp(G_r - G_j)) would need exp(+190) and exp(-190), past fp32.
+    from flopkb_kernels.ssd.per_channel import ssd_chunked_per_channel
+
+    shape = SHAPE | {"steps": 70}
+    x, dt, _, Bm, Cm = ssd_inputs(device, **shape)
+    g = -torch.rand(*dt.shape, shape["dstate"], device=device) * 0.3
+    g[..., :3] = -3.0 - torch.rand(*dt.shape, 3, device=device)
+    y = ssd_chunked_per_channel(x, dt, g, Bm, Cm, chunk_size=chunk,
+                                out=torch.full_like(x, float("nan")))
+    assert rel(y, _pc_ref64(x, dt, g, Bm, Cm)) < BOUND[torch.float32]

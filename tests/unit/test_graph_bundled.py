@@ -52,3 +52,20 @@ def test_int4_claims_are_not_applicable_on_hopper() -> None:
     hopper = {"h100-sxm", "h200-sxm"}
     int4 = [c for c in na if "int4" in c]
     assert int4 and all(hopper & set(na[c]) for c in int4)
+
+
+def test_a_source_reaches_only_claims_on_the_specs_it_backs() -> None:
+    # The Hopper whitepaper backs the SM count (and the absent INT4 path), never a bf16 rate or
+    # the bandwidth: claims that move only with those must not be reached through it.
+    kg = bundled()
+    backed = {
+        q for acc, d in kg.in_by("source:nvidia-hopper-whitepaper", "cites")
+        if acc.startswith("accelerator:") for q in d["quantities"]
+    }  # fmt: skip
+    assert "bf16_tensor_flops" not in backed and "hbm_bandwidth" not in backed
+    reached = set(affects(kg, "nvidia-hopper-whitepaper")["claims"])
+    bf16_only = {
+        kg.g.nodes[c]["label"] for c in kg.in_by("quantity:bf16_tensor_flops", "depends_on")
+        for c in [c[0]] if len(kg.out_by(c, "depends_on")) == 1
+    }  # fmt: skip
+    assert bf16_only and not (bf16_only & reached)

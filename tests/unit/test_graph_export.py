@@ -6,6 +6,7 @@ import copy
 import io
 import json
 import shutil
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import networkx as nx
@@ -122,3 +123,66 @@ def test_graphviz_render(tmp_path: Path) -> None:
 def test_render_refuses_other_suffixes(tmp_path: Path) -> None:
     with pytest.raises(RenderError, match=r"\.svg or \.png"):
         render(fixture_graph(), tmp_path / "g.pdf")
+
+
+def _svg_texts(path: Path) -> list[tuple[float, float, str]]:
+    """(x, y, text) of every text element, in the SVG's own units (y grows downwards)."""
+    found = []
+    for el in ET.parse(path).getroot().iter():
+        if el.tag.endswith("}text") and el.get("x") is not None:
+            found.append((float(el.get("x", 0)), float(el.get("y", 0)), "".join(el.itertext())))
+    return found
+
+
+def test_one_layout_feeds_both_engines() -> None:
+    from flopkb.graph import picture
+    from flopkb.graph.render import _picture, _styled
+
+    kg = fixture_graph()
+    sub = _styled(kg, set(kg.g))
+    lay, legend = _picture(sub, None)
+    assert sum(1 + len(entries) for _, entries in legend) == picture.LEGEND_ROWS
+    # claims read class/row; the legend column starts right of every node
+    assert lay.labels["claim:scan-op/ridge-claim"] == "scan-op/ridge-claim"
+    assert lay.legend_x > max(lay.left[n] + lay.widths[n] for n in lay.left)
+    # graphviz gets exactly the layout's positions (neato -n2 keeps them)
+    dot = picture.positioned_dot(lay, sub, legend, {})
+    top = lay.height * 72
+    for n in lay.left:
+        x, y = (lay.left[n] + lay.widths[n] / 2) * 72, top - lay.y[n] * 72
+        assert f'pos="{x:.1f},{y:.1f}!"' in dot, n
+
+
+def test_matplotlib_svg_keeps_text_and_the_legend_covers_nothing(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "graph.svg"
+    render(fixture_graph(), out, engine="matplotlib")
+    texts = _svg_texts(out)
+    labels = {t for _, _, t in texts}
+    assert {"scan-op/ridge-claim", "memory-model/cap-claim", "hbm_bandwidth"} <= labels
+    legend_x = min(x for x, _, t in texts if t == "claim (by status)")
+    node_texts = [x for x, _, t in texts if t in {"scan-op/ridge-claim", "ev-bw-a100", "h100-sxm"}]
+    assert node_texts and all(x < legend_x for x in node_texts)
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz `dot` not on PATH")
+def test_graphviz_and_matplotlib_draw_the_same_columns_and_order(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from flopkb.graph.picture import node_label
+
+    drawn = {}
+    for engine in ("graphviz", "matplotlib"):
+        render(fixture_graph(), tmp_path / f"{engine}.svg", engine=engine)
+        names = {node_label(d) for _, d in fixture_graph().g.nodes(data=True)}
+        shown = {t: (x, y) for x, y, t in _svg_texts(tmp_path / f"{engine}.svg")}
+        labels = sorted(t for t in shown if t in names)
+        # graphviz may shift the whole drawing by its margin: compare from the leftmost label
+        left = min(shown[t][0] for t in labels)
+        drawn[engine] = {t: (shown[t][0] - left, shown[t][1]) for t in labels}
+    gv, mpl = drawn["graphviz"], drawn["matplotlib"]
+    assert set(gv) == set(mpl)
+    for t in gv:
+        assert abs(gv[t][0] - mpl[t][0]) < 8, t  # same column, same left edge (points)
+    by_y = {e: [t for t in sorted(d, key=lambda t: (round(d[t][0] / 20), d[t][1]))]
+            for e, d in drawn.items()}
+    assert by_y["graphviz"] == by_y["matplotlib"]

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
+from flopkb.findings import Severity
 from flopkb.graph import (
     GraphQueryError,
+    KBGraph,
     UnknownIdError,
     affects,
     diff,
@@ -15,7 +20,8 @@ from flopkb.graph import (
     why,
 )
 from flopkb.graph.queries import latest_verdicts, parse_settings
-from tests.unit.graph_fixture import fixture_graph
+from flopkb.kb import load_kb
+from tests.unit.graph_fixture import GRAPH_KB, fixture_graph
 
 
 def test_affects_a_quantity_reaches_claims_through_computed_quantities() -> None:
@@ -289,3 +295,34 @@ def test_status() -> None:
     assert [(s["claim"], [e["evidence"] for e in s["evidence"]]) for s in result["stale"]] == [
         ("int4-op/bw-claim", ["ev-bw-a100", "ev-bw-h100-new"]),
     ]
+
+
+def test_affects_a_source_follows_only_the_specs_it_backs(tmp_path: Path) -> None:
+    # h100-sxm lists src-datasheet for the whole record, yet its bf16 figure names src-paper:
+    # the datasheet then backs bandwidth (its own locator) and the unsourced specs, not bf16.
+    root = tmp_path / "kb"
+    shutil.copytree(GRAPH_KB, root)
+    h100 = root / "records" / "accelerators" / "h100-sxm.yaml"
+    text = h100.read_text().replace(
+        '{value: 989.4e+12, unit: "FLOP/s", source: {id: src-datasheet, locator: "Table 2"}}',
+        '{value: 989.4e+12, unit: "FLOP/s", source: {id: src-paper, locator: "Table 9"}}',
+    )
+    h100.write_text(text + 'sources: [{id: src-datasheet, locator: "all of it"}]\n')
+    (root / "records" / "classes" / "gemm-op.yaml").write_text(
+        "schema_version: 2\nid: gemm-op\nkind: operator\ntitle: A GEMM\n"
+        "prose: |\n  The GEMM runs at the tensor-core rate.\n"
+        "affected_by_hardware: [h100-sxm]\n"
+        "flop:\n  hardware_parameters:\n"
+        "    - {id: bf16-claim, quantity: bf16_tensor_flops, basis: unverified,\n"
+        "       effect: The GEMM runs at the tensor-core rate., magnitude: qualitative}\n"
+        "history: [{date: 2026-11-30, by: graph-test, note: a bf16-only claim}]\n"
+    )
+    kb, findings = load_kb(root)
+    assert not [f for f in findings if f.severity == Severity.error], findings
+    kg = KBGraph.from_kb(kb)
+    backs = kg.g.edges["accelerator:h100-sxm", "source:src-datasheet"]["quantities"]
+    assert backs == ["fp32_simt_flops", "hbm_bandwidth", "int4_tensor_ops", "memory_capacity"]
+    assert "gemm-op/bf16-claim" not in affects(kg, "src-datasheet")["claims"]
+    assert "gemm-op/bf16-claim" in affects(kg, "src-paper")["claims"]
+    # the unsourced fp32 spec is the datasheet's, so tensor_to_simt_ratio still moves with it
+    assert "scan-op/simt-claim" in affects(kg, "src-datasheet")["claims"]

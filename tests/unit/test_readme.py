@@ -1,17 +1,85 @@
-"""README's rule table is the generated one, so a new or renamed rule cannot go undocumented."""
+"""README's tables are generated: the rule table from the rule registry, every H200 figure (verdict
+table, kernel table, ceilings, run times) by bench/docs_figures.py from the evidence and the bench
+results, so a figure cannot drift from the file it comes from."""
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import re
+import shutil
+import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 import flopkb.check  # noqa: F401 - registers every rule
 from flopkb.check.base import RULES
 from flopkb.report import rules_markdown
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+
+
+def _figures() -> Any:
+    path = ROOT / "bench" / "docs_figures.py"
+    spec = importlib.util.spec_from_file_location("docs_figures", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    # dataclasses look their module up in sys.modules
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_readme_rule_table_is_the_generated_one() -> None:
     text = README.read_text(encoding="utf-8")
     assert rules_markdown().strip() in text
     assert all(f"| {code} |" in text for code in RULES)
+
+
+@pytest.mark.parametrize(
+    ("document", "blocks"),
+    [
+        ("README.md", {"cpu-times", "verify-run", "verdicts", "kernels", "validate-speed",
+                       "graph-speed", "kernel-notes"}),
+        ("docs/verify.md", {"calibration", "verify-run-docs", "verdicts", "plan-time"}),
+        ("docs/validate.md", {"validate-table"}),
+    ],
+)
+def test_figure_blocks_equal_what_the_generator_writes(document: str, blocks: set[str]) -> None:
+    figures = _figures()
+    text = (ROOT / document).read_text(encoding="utf-8")
+    assert blocks <= set(figures.blocks_in(text))
+    generated = figures.regenerate(text, figures.Sources())
+    # on failure: python bench/docs_figures.py (and commit the result)
+    assert generated == text
+
+
+def test_no_h200_figure_outside_a_generated_block() -> None:
+    figures = _figures()
+    text = README.read_text(encoding="utf-8")
+    outside = figures.BLOCK.sub("", text)
+    for claim in figures.CLAIMS:
+        assert f"| `{claim}` (" not in outside, claim
+    assert "TFLOP/s median" not in outside
+    assert not re.search(r"^\| (SSD chunked|Triton bf16 GEMM|INT8 GEMM)", outside, re.MULTILINE)
+
+
+def test_the_blocks_follow_their_sources(tmp_path: Path) -> None:
+    # a copy of the sources with one measured figure and one benchmark figure changed
+    for folder in ("records/evidence", "records/accelerators", "bench/results"):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    ev = next((tmp_path / "records/evidence").glob("ev-mamba2-ssd--ssd-vs-fused-scan-*.yaml"))
+    ev.write_text(ev.read_text().replace("value: 5.38363", "value: 5.12345"), encoding="utf-8")
+    dense = tmp_path / "bench/results/dense_h200.json"
+    data = json.loads(dense.read_text())
+    int8 = next(r for r in data["results"] if r["variant"] == "triton_int8")
+    int8["tflops"] = 1234.0
+    dense.write_text(json.dumps(data))
+    figures = _figures()
+    text = README.read_text(encoding="utf-8")
+    changed = figures.regenerate(text, figures.Sources(root=tmp_path))
+    assert "| 5.12x [5.35, 5.42] |" in changed and "| 1234 TOPS |" in changed
+    assert changed != text

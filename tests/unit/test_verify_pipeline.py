@@ -48,6 +48,10 @@ def cpu_gpu(monkeypatch, tmp_path):
     monkeypatch.setattr(runner, "gpu_available", lambda: True)
     monkeypatch.setattr(machine, "fingerprint", lambda: {"gpu": "NVIDIA H200", "torch": "x"})
     monkeypatch.setattr(timing, "time_cuda", _fake_time_cuda)
+    # no CUDA allocator on the CPU: a fixed synthetic footprint for the memory experiment
+    monkeypatch.setattr(timing, "memory_mark", lambda: 0)
+    monkeypatch.setattr(timing, "memory_since",
+                        lambda mark: {"peak_mem_bytes": 2**20, "step_extra_mem_bytes": 2**20})
     # Synthetic times say nothing about the hardware: the floor is unit-tested separately.
     monkeypatch.setattr(context.Ceilings, "floor_ms", lambda self, f, b, rate_scale=1.0: 0.0)
     monkeypatch.setattr(calibration, "DEFAULTS", {"gemm_size": 32, "copy_bytes": 4096})

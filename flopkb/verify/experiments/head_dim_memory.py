@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from flopkb.verify import stats
-from flopkb.verify.context import Context, ExperimentError
+from flopkb.verify.context import Context, ExperimentError, PeerUnavailable
 from flopkb.verify.experiments import _ssd, _training
 from flopkb.verify.experiments._common import Judgement, Measurement, point_row, size_of
 from flopkb.verify.stats import Interval
@@ -47,8 +47,11 @@ def _point(ctx: Context, ssd: Any, cond: dict[str, Any], heads: int, headdim: in
     args = _ssd.make(ctx, shape)
     _ssd.check_against_reference(ctx, f"ssd chunked P={headdim}", ssd(*args), args)
     label = f"ssd P={headdim} H={heads} forward+backward"
-    t = _training.timed_step(ctx, label, ssd.fn, ssd.prepare(args), "forward+backward",
-                             **shape)
+    t = _training.optional_step(ctx, label, ssd.fn, ssd.prepare(args), "forward+backward",
+                                **shape)
+    if t is None:
+        # an implementation without a working backward has no training step to measure
+        raise PeerUnavailable(ctx.notes[-1])
     entry = ctx.timings[label]
     if "step_extra_mem_bytes" not in entry:
         raise ExperimentError("no device memory statistics (needs CUDA)")

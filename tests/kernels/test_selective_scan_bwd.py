@@ -1,0 +1,186 @@
+"""Selective scan backward vs torch.autograd through the PyTorch reference (CPU through
+TRITON_INTERPRET=1, or a GPU).
+
+The reference's gradients are taken in float64 on the same (fp32) inputs; the kernel's state and
+gradients are float32. Bound ||grad - ref|| / ||ref|| < 1e-5 for fp32 inputs (measured ~2e-7: the
+sums run in a different order and exp2 replaces exp). Sizes are small and odd (D=6, T=23/37,
+N=5/8) so that every mask (channels, states, steps past T, a partial last chunk, T shorter than a
+chunk) is crossed.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+GRAD_BOUND = 1e-5
+NAMES = ("u", "delta", "A", "Bm", "Cm", "Dskip", "delta_bias")
+# name: (with Dskip, with delta_bias, delta_softplus)
+OPTIONS = {
+    "plain": (False, False, False),
+    "skip_bias": (True, True, False),
+    "softplus": (False, False, True),
+    "full": (True, True, True),
+}
+
+
+def _inputs(device, batch, dim, steps, dstate, options, dtype=torch.float32):
+    has_d, has_bias, softplus = OPTIONS[options]
+    u = torch.randn(batch, dim, steps, device=device)
+    # Softplus maps any delta to a positive step; without it delta itself must be positive.
+    delta = (torch.randn(batch, dim, steps, device=device) * 0.5 if softplus
+             else torch.rand(batch, dim, steps, device=device) * 0.5 + 0.05)
+    A = -(torch.rand(dim, dstate, device=device) * 2 + 0.1)
+    Bm = torch.randn(batch, dstate, steps, device=device)
+    Cm = torch.randn(batch, dstate, steps, device=device)
+    Dskip = torch.randn(dim, device=device) if has_d else None
+    bias = torch.randn(dim, device=device) * 0.3 if has_bias else None
+    ins = [u.to(dtype), delta.to(dtype), A, Bm.to(dtype), Cm.to(dtype), Dskip, bias]
+    return ins, softplus
+
+
+def _rel(out: torch.Tensor, ref: torch.Tensor) -> float:
+    assert not torch.isnan(out).any(), "kernel left unwritten (NaN) elements"
+    return ((out.double() - ref.double()).norm() / ref.double().norm()).item()
+
+
+def _reference_grads(ins, softplus, dy):
+    from flopkb_kernels.selective_scan.reference import selective_scan_reference
+
+    leaves = [t.double().requires_grad_() if t is not None else None for t in ins]
+    y = selective_scan_reference(*leaves, softplus)
+    y.backward(dy.double())
+    return y.detach(), [t.grad if t is not None else None for t in leaves]
+
+
+# Every option set with 3 chunks (the last partial); two with T=37, N=8, 3 chunks of 16.
+CASES = [(options, 2, 23, 5, 8) for options in OPTIONS] + [
+    (options, 1, 37, 8, 16) for options in ("plain", "full")]
+
+
+@pytest.mark.parametrize(("options", "batch", "steps", "dstate", "ckpt_every"), CASES)
+def test_autograd_matches_reference_gradients(kernels, device, options, batch, steps, dstate,
+                                              ckpt_every):
+    from flopkb_kernels.selective_scan.scan import selective_scan
+
+    ins, softplus = _inputs(device, batch, 6, steps, dstate, options)
+    leaves = [t.clone().requires_grad_() if t is not None else None for t in ins]
+    y = selective_scan(*leaves, softplus, backward={"ckpt_every": ckpt_every})
+    assert y.grad_fn is not None
+    dy = torch.randn_like(y)
+    y.backward(dy)
+    y_ref, grads_ref = _reference_grads(ins, softplus, dy)
+    assert _rel(y.detach(), y_ref) < GRAD_BOUND
+    for name, leaf, ref in zip(NAMES, leaves, grads_ref, strict=True):
+        if leaf is None:
+            continue
+        assert leaf.grad is not None and leaf.grad.shape == leaf.shape, name
+        assert _rel(leaf.grad, ref) < GRAD_BOUND, name
+
+
+def _forward_with_ckpt(ins, softplus, ckpt_every):
+    from flopkb_kernels.selective_scan.scan import _launch_forward
+
+    y = torch.full_like(ins[0], float("nan"))
+    ckpt, _ = _launch_forward(
+        *ins, softplus, y, schedule="sequential", block_d=None, block_d_scale=1.0, block_t=16,
+        num_warps=None, transpose_bc=True, time_major=False, unroll=4, sp_tile=True,
+        ckpt_every=ckpt_every,
+    )
+    return y, ckpt
+
+
+def test_backward_writes_every_gradient_element(kernels, device):
+    """NaN-filled outputs, partials and scratch; two channel blocks (the second one partial)."""
+    from flopkb_kernels.selective_scan.backward import selective_scan_bwd
+
+    ins, softplus = _inputs(device, 2, 7, 29, 5, "full")
+    _, ckpt = _forward_with_ckpt(ins, softplus, 12)
+    dy = torch.randn_like(ins[0])
+    grads = selective_scan_bwd(*ins, softplus, dy, ckpt, ckpt_every=12, block_d=4,
+                               nan_fill=True)
+    _, grads_ref = _reference_grads(ins, softplus, dy)
+    for name, got, ref in zip(NAMES, grads, grads_ref, strict=True):
+        assert got.dtype == (torch.float32 if name in ("A", "Dskip", "delta_bias")
+                             else ins[NAMES.index(name)].dtype)
+        assert _rel(got, ref) < GRAD_BOUND, name
+
+
+def test_forward_saves_the_state_at_chunk_boundaries(kernels, device):
+    ins, softplus = _inputs(device, 2, 6, 30, 5, "full")
+    _, ckpt = _forward_with_ckpt(ins, softplus, 8)
+    u, delta, A, Bm, _, _, bias = (t.double() for t in ins)
+    dl = torch.nn.functional.softplus(delta + bias[None, :, None])
+    h = torch.zeros(2, 6, 5, dtype=torch.float64)
+    states = []
+    for t in range(30):
+        h = torch.exp(dl[:, :, t, None] * A) * h + (dl * u)[:, :, t, None] * Bm[:, None, :, t]
+        if (t + 1) % 8 == 0 and t + 1 < 30:
+            states.append(h)
+    assert ckpt.shape == (2, 3, 6, 5)
+    assert _rel(ckpt, torch.stack(states, dim=1)) < GRAD_BOUND
+
+
+def test_plain_call_builds_no_graph_and_matches_autograd_forward(kernels, device):
+    from flopkb_kernels.selective_scan.scan import selective_scan
+
+    ins, softplus = _inputs(device, 1, 6, 23, 5, "full")
+    plain = selective_scan(*ins, softplus)
+    assert plain.grad_fn is None
+    with torch.no_grad():
+        leaves = [t.clone().requires_grad_() if t is not None else None for t in ins]
+        assert selective_scan(*leaves, softplus).grad_fn is None
+    tracked = selective_scan(*leaves, softplus)
+    assert tracked.grad_fn is not None
+    assert torch.equal(tracked.detach(), plain)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ("ckpt_every", "expected ckpt_every a positive multiple of 4"),
+        ("ckpt_shape", "expected ckpt of shape"),
+        ("dy_dtype", "expected dy of dtype"),
+        ("out_with_grad", "expected out=None when gradients are required"),
+        ("assoc_with_grad", "expected schedule 'sequential' when gradients are required"),
+    ],
+)
+def test_backward_rejects_bad_arguments(kernels, device, change, message):
+    from flopkb_kernels.selective_scan.backward import selective_scan_bwd
+    from flopkb_kernels.selective_scan.scan import selective_scan
+
+    ins, softplus = _inputs(device, 1, 6, 23, 5, "full")
+    ckpt = torch.zeros(1, 2, 6, 5, device=device)
+    dy = torch.randn_like(ins[0])
+    with pytest.raises(ValueError, match=message):
+        if change == "ckpt_every":
+            selective_scan_bwd(*ins, softplus, dy, ckpt, ckpt_every=10)
+        elif change == "ckpt_shape":
+            selective_scan_bwd(*ins, softplus, dy, ckpt[:, :1].contiguous(), ckpt_every=8)
+        elif change == "dy_dtype":
+            selective_scan_bwd(*ins, softplus, dy.double(), ckpt, ckpt_every=8)
+        else:
+            leaves = [t.clone().requires_grad_() if t is not None else None for t in ins]
+            kw = ({"out": torch.empty_like(ins[0])} if change == "out_with_grad"
+                  else {"schedule": "assoc"})
+            selective_scan(*leaves, softplus, **kw)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("dstate", [16, 64])
+def test_backward_gpu_bf16_medium(kernels, dstate):
+    """bf16 inputs at a medium size against the float32 reference on the upcast inputs."""
+    from flopkb_kernels.selective_scan.backward import BACKWARD_VARIANTS
+    from flopkb_kernels.selective_scan.scan import selective_scan
+
+    ins, softplus = _inputs("cuda", 2, 96, 300, dstate, "full", dtype=torch.bfloat16)
+    dy = torch.randn_like(ins[0])
+    _, grads_ref = _reference_grads([t.float() if t is not None else None for t in ins],
+                                    softplus, dy.float())
+    for variant in BACKWARD_VARIANTS.values():
+        leaves = [t.clone().requires_grad_() if t is not None else None for t in ins]
+        selective_scan(*leaves, softplus, backward=variant).backward(dy)
+        for name, leaf, ref in zip(NAMES, leaves, grads_ref, strict=True):
+            # bf16 gradients of bf16 inputs: 2^-9 rounding per element, plus bf16 dy.
+            assert _rel(leaf.grad, ref) < 2e-2, (variant, name)

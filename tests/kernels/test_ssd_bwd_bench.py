@@ -1,0 +1,73 @@
+"""bench/kernels_ssd_bwd.py on the CPU (--smoke, Triton interpreter): checked, timed, recorded."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "kernels_ssd_bwd.py"
+
+
+@pytest.fixture
+def bench(kernels):
+    spec = importlib.util.spec_from_file_location("kernels_ssd_bwd", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class _RefusingBackward(torch.autograd.Function):
+    """A peer stand-in whose forward is right and whose backward raises, as fla's does on
+    Triton 3.6 / Hopper."""
+
+    @staticmethod
+    def forward(ctx, y, x):
+        return y.clone()
+
+    @staticmethod
+    def backward(ctx, dy):
+        raise RuntimeError("backward refused on this Triton")
+
+
+def test_smoke_run_checks_times_and_records_absent_peers(bench, tmp_path, monkeypatch):
+    from flopkb_kernels.ssd.reference import ssd_chunked_reference
+
+    def fake_peers(chunk):
+        def run(x, dt, A, Bm, Cm, D):
+            with torch.no_grad():
+                y = ssd_chunked_reference(x, dt, A, Bm, Cm, D, chunk_size=16)
+            return _RefusingBackward.apply(y, x)
+
+        refusing = bench.Impl("fla:stand-in", "peer", run, {"version": "test"})
+        return [refusing], [{"name": "mamba_ssm:chunk256", "kind": "peer",
+                             "not_run": "ImportError: mamba_ssm is not installed"}]
+
+    monkeypatch.setattr(bench, "peer_impls", fake_peers)
+    out = tmp_path / "bwd.json"
+    assert bench.main(["--smoke", "--out", str(out), "--rounds", "2", "--reps", "1",
+                       "--variants", "q128"]) == 0
+    data = json.loads(out.read_text())
+    assert data["smoke"] is True and data["machine"]["python"]
+    (shape,) = data["shapes"]
+    rows = {r["name"]: r for r in shape["rows"]}
+    ours = rows["ours:q128"]
+    assert ours["check"]["correct"] is True
+    assert set(ours["check"]["rel_err"]) == {"y", "dx", "ddt", "dA", "dB", "dC", "dD"}
+    for ps in ("fwd", "bwd", "fwd_bwd"):
+        assert len(ours["timing"][ps]["rounds"]) == 2
+        assert ours["timing"][ps]["median_ms"] > 0
+    assert rows["mamba_ssm:chunk256"]["not_run"].startswith("ImportError")
+    peer = rows["fla:stand-in"]
+    assert "backward refused" in peer["not_run_passes"]["bwd"]
+    assert list(peer["timing"]) == ["fwd"]
+    assert shape["ratios"]["fwd"]["ours_over_fla"] > 0
+    assert shape["ratios"]["bwd"]["ours_over_fla"] is None
+    assert shape["cost"]["ours:q128"]["flops_bwd"] == 2 * shape["cost"]["ours:q128"]["flops_fwd"]
+
+
+def test_unknown_variant_is_a_usage_error(bench, tmp_path):
+    assert bench.main(["--smoke", "--out", str(tmp_path / "x.json"), "--variants", "nope"]) == 2

@@ -1,0 +1,178 @@
+"""Evidence pictures: claim and GPU in the title, the claim drawn, the verdict written, p10/p90
+bars, crossovers marked, plain log ticks, searchable SVG text."""
+
+from __future__ import annotations
+
+import importlib.util
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("matplotlib")
+
+import matplotlib.pyplot as plt
+from matplotlib.container import ErrorbarContainer
+
+from flopkb.kb import load_files
+from flopkb.paths import bundled_root
+from flopkb.verify import plots
+from flopkb.verify.plots import ClaimView, plain
+
+ROOT = Path(__file__).resolve().parents[2]
+LENGTHS = [512, 1024, 2048, 4096, 8192, 16384]
+# attention time grows ~T, SSD stays flat: they cross near 620 tokens
+ROWS = [
+    {"seq_len": t, "attention_ms": 0.45 * t / 620, "ssd_ms": 0.45, "ratio": t / 620,
+     "ratio_low": t / 620 * 0.98, "ratio_high": t / 620 * 1.02}
+    for t in LENGTHS
+]
+SPEC = {"kind": "lines", "x": "seq_len", "xlabel": "sequence length", "ylabel": "time (ms)",
+        "series": {"attention": "attention_ms", "SSD": "ssd_ms"}, "logx": True, "logy": True,
+        "vline": 620.0, "vline_label": "crossover"}
+CROSSOVER = ClaimView(
+    claim="mamba2-ssd/ssd-attention-crossover", experiment="ssd-vs-attention",
+    gpu="NVIDIA H200", accelerator="h200-sxm", verdict="refuted",
+    expected={"text": "crossover at 2K", "kind": "crossover", "low": 2048, "high": 2048,
+              "condition": {}},
+    measured={"value": 620.0, "low": 609.0, "high": 633.0, "unit": "tokens",
+              "what": "sequence length where t(attention) / t(SSD) crosses 1"},
+    criterion="crossover interval inside [1448, 2896]",
+)
+BAND = ClaimView(
+    claim="mamba2-ssd/ssd-vs-fused-scan", experiment="ssd-vs-scan", gpu="NVIDIA H200",
+    accelerator="h200-sxm", verdict="confirmed",
+    expected={"text": "2-8x", "kind": "ratio", "low": 2.0, "high": 8.0, "condition": {}},
+    measured={"value": 4096 / 620, "low": 4096 / 620 * 0.98, "high": 4096 / 620 * 1.02,
+              "unit": "x", "what": "t(attention) / t(SSD) at T=4096"},
+)
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(512, "512"), (1024, "1K"), (2048, "2K"), (16384, "16K"), (16777216, "16M"), (0.5, "0.5"),
+     (4063, "4063"), (10_000, "10k"), (2.5, "2.5"), (1, "1"), (0.05, "0.05")],
+)
+def test_plain_tick_labels(value: float, text: str) -> None:
+    assert plain(value) == text
+
+
+def _texts(fig: Any) -> list[str]:
+    return [t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text"))]
+
+
+def test_crossover_claim_is_drawn_with_its_verdict() -> None:
+    fig = plots.figure(SPEC, ROWS, CROSSOVER)
+    try:
+        texts = _texts(fig)
+        assert "mamba2-ssd/ssd-attention-crossover on NVIDIA H200 (h200-sxm)" in texts
+        assert "REFUTED" in texts
+        assert any("claimed: crossover at 2K" in t and "620 tokens [609, 633]" in t for t in texts)
+        main, measure = fig.axes[:2]
+        for ax in (main, measure):
+            labels = ax.get_legend_handles_labels()[1]
+            assert "claimed crossover at 2K" in labels
+            assert "measured crossover 620 [609, 633]" in labels
+            lines = {line.get_label(): line.get_xdata() for line in ax.get_lines()}
+            assert list(lines["claimed crossover at 2K"]) == [2048, 2048]
+            # the legend sits right of the data, never over it
+            legend = ax.get_legend().get_window_extent(fig.canvas.get_renderer())
+            assert legend.x0 >= ax.get_window_extent().x1
+        # p10/p90 bars on the measured ratio, parity drawn
+        bars = [c for c in measure.containers if isinstance(c, ErrorbarContainer)]
+        assert bars and "parity (1x)" in measure.get_legend_handles_labels()[1]
+        # plain tick labels on the log axes
+        fig.canvas.draw()
+        xticks = [t.get_text() for t in measure.get_xticklabels()]
+        assert xticks == ["512", "1K", "2K", "4K", "8K", "16K"]
+        yticks = [t.get_text() for t in main.get_yticklabels() if t.get_text()]
+        assert yticks and not any("$" in t or "10^" in t for t in yticks)
+    finally:
+        plt.close(fig)
+
+
+def test_a_claimed_band_is_shaded_and_the_judged_point_starred() -> None:
+    fig = plots.figure(SPEC, ROWS, BAND)
+    try:
+        measure = fig.axes[1]
+        labels = measure.get_legend_handles_labels()[1]
+        assert "claimed 2-8x" in labels and "judged point" in labels
+        band = next(p for p in measure.patches if p.get_label() == "claimed 2-8x")
+        # axhspan: a rectangle spanning the axes' width from y = 2 to y = 8 in data units
+        assert (band.get_y(), band.get_y() + band.get_height()) == (2.0, 8.0)
+        star = next(line for line in measure.get_lines() if line.get_label() == "judged point")
+        assert list(star.get_xdata()) == [4096.0]
+        assert "CONFIRMED" in _texts(fig)
+    finally:
+        plt.close(fig)
+
+
+def test_a_claimed_point_at_a_length_is_marked() -> None:
+    view = ClaimView(claim="a/b", experiment="ssd-vs-attention", gpu="G", accelerator=None,
+                     verdict="refuted",
+                     expected={"text": "6x at 16K", "kind": "ratio", "low": 6.0, "high": 6.0,
+                               "condition": {"at": 16384}},
+                     measured={"value": 16384 / 620, "low": 25.0, "high": 27.0, "unit": "x"})
+    fig = plots.figure(SPEC, ROWS, view)
+    try:
+        marker = next(c for c in fig.axes[1].containers
+                      if isinstance(c, ErrorbarContainer) and c.get_label() == "claimed 6x at 16K")
+        assert list(marker.lines[0].get_xdata()) == [16384]
+        assert list(marker.lines[0].get_ydata()) == [6.0]
+    finally:
+        plt.close(fig)
+
+
+def test_svg_text_is_searchable(tmp_path: Path) -> None:
+    path = plots.render(SPEC, ROWS, tmp_path / "claim.svg", CROSSOVER)
+    assert path is not None
+    root = ET.parse(path).getroot()
+    text = " ".join("".join(el.itertext()) for el in root.iter() if el.tag.endswith("text"))
+    for wanted in ("mamba2-ssd/ssd-attention-crossover", "REFUTED", "claimed crossover at 2K",
+                   "1K", "16K"):
+        assert wanted in text
+
+
+def _replot_module() -> Any:
+    spec = importlib.util.spec_from_file_location("replot_evidence",
+                                                  ROOT / "bench" / "replot_evidence.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_committed_evidence_with_a_sweep_can_be_replotted(tmp_path: Path) -> None:
+    replot = _replot_module()
+    paths = sorted((bundled_root() / "records" / "evidence").glob("ev-*.yaml"))
+    kb, findings = load_files(paths)
+    assert not findings
+    with_sweep = [ev for ev in kb.evidence.values() if ev.sweep]
+    assert with_sweep and all(replot.spec_of(ev) is not None for ev in with_sweep)
+    crossover = [p for p in paths if "ssd-attention-crossover" in p.name]
+    written = replot.replot(crossover, tmp_path)
+    assert [p.name for p in written] == [crossover[0].stem + ".png"]
+    assert written[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_runner_draws_one_picture_per_claim_named_like_its_evidence(tmp_path: Path) -> None:
+    from flopkb.model import Measured
+    from flopkb.verify import runner
+
+    session = runner.Session(None, None, tmp_path, "h200-sxm", {"gpu": "NVIDIA H200"},
+                             "flopkb verify --gpu", False, "bundled")
+    record = runner._evidence(
+        session, claim=CROSSOVER.claim, experiment="ssd-vs-attention", implementation="bundled",
+        hashes={"ssd/chunked.py": "0" * 64}, cond={}, stats={"plot": SPEC},
+        measured=Measured(**{k: v for k, v in CROSSOVER.measured.items()}),
+        expected=CROSSOVER.expected, verdict="refuted", applicable=None, reason=None,
+        criterion=CROSSOVER.criterion, checks=[], ceilings={}, sweep=ROWS, duration=1.0,
+        artifacts=[])
+    drawn = runner._safe_plot(session, record, SPEC)
+    assert drawn.artifacts == [f"{record.id}.png"]
+    assert (tmp_path / drawn.artifacts[0]).read_bytes()[:4] == b"\x89PNG"
+    # a picture that cannot be drawn costs the evidence nothing, and says why
+    broken = runner._safe_plot(session, record, {"kind": "lines", "x": "no_such_column",
+                                                  "series": {"SSD": "ssd_ms"}})
+    assert broken.artifacts == [] and "plot_error" in broken.statistics
