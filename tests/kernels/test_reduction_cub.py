@@ -156,10 +156,18 @@ def test_cub_levels_compiles_for_hopper(cub, tmp_path):
         pytest.skip("needs nvcc and CCCL >= 3.1 headers (pip install cuda-cccl)")
     env["FLOPKB_CACHE_DIR"] = str(tmp_path)
     path, _ = cub.build((9, 0), env)
-    assert path.stat().st_size > 0
     import ctypes
 
-    assert ctypes.CDLL(str(path)).flopkb_cub_version() >= cub.MIN_CUB_VERSION
+    lib = ctypes.CDLL(str(path))
+    assert lib.flopkb_cub_version() >= cub.MIN_CUB_VERSION
+    lib.flopkb_cub_sum.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong,
+                                   ctypes.c_int, ctypes.c_void_p]
+    lib.flopkb_cub_error_string.restype = ctypes.c_char_p
+    # argument errors are answered before any CUDA call, so they run without a GPU
+    invalid = 1  # cudaErrorInvalidValue
+    assert lib.flopkb_cub_sum(None, None, 0, 1, None) == invalid
+    assert lib.flopkb_cub_sum(None, None, 10, 3, None) == invalid
+    assert lib.flopkb_cub_error_string(invalid) == b"invalid argument"
 
 
 def test_levels_are_named(cub):
