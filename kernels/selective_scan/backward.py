@@ -231,6 +231,19 @@ def _ss_bwd_kernel(
     tl.store(dbias_ptr + p_bd, dbias_acc, mask=mask_d)
 
 
+BACKWARD_OPTIONS = ("ckpt_every", "block_d", "block_d_scale", "num_warps", "atomic_bc")
+
+
+def check_backward_options(options: dict[str, Any]) -> None:
+    """Fail at the forward call, not at backward time, on options the backward cannot take."""
+    unknown = sorted(set(options) - set(BACKWARD_OPTIONS))
+    if unknown:
+        raise ValueError(f"expected backward options among {BACKWARD_OPTIONS}, got {unknown}")
+    k = options.get("ckpt_every", DEFAULT_CKPT_EVERY)
+    if not isinstance(k, int) or k <= 0 or k % 4:
+        raise ValueError(f"expected ckpt_every a positive multiple of 4, got {k}")
+
+
 def ckpt_shape(batch: int, dim: int, steps: int, dstate: int, ckpt_every: int) -> tuple:
     """Shape of the forward's saved states: one per chunk boundary strictly inside T."""
     return (batch, triton.cdiv(steps, ckpt_every) - 1, dim, dstate)
@@ -263,8 +276,7 @@ def selective_scan_bwd(
     traffic, but the order of the additions, and so the last bits of dB and dC, varies from run
     to run (the default is deterministic).
     """
-    if ckpt_every <= 0 or ckpt_every % 4:
-        raise ValueError(f"expected ckpt_every a positive multiple of 4, got {ckpt_every}")
+    check_backward_options({"ckpt_every": ckpt_every})
     if bc_time_major:
         bt, ct = Bm, Cm
         batch, dim, steps = u.shape

@@ -145,6 +145,8 @@ def test_plain_call_builds_no_graph_and_matches_autograd_forward(kernels, device
         ("dy_dtype", "expected dy of dtype"),
         ("out_with_grad", "expected out=None when gradients are required"),
         ("assoc_with_grad", "expected schedule 'sequential' when gradients are required"),
+        ("forward_ckpt_every", "expected ckpt_every a positive multiple of 4"),
+        ("backward_option", "expected backward options among"),
     ],
 )
 def test_backward_rejects_bad_arguments(kernels, device, change, message):
@@ -163,8 +165,12 @@ def test_backward_rejects_bad_arguments(kernels, device, change, message):
             selective_scan_bwd(*ins, softplus, dy.double(), ckpt, ckpt_every=8)
         else:
             leaves = [t.clone().requires_grad_() if t is not None else None for t in ins]
-            kw = ({"out": torch.empty_like(ins[0])} if change == "out_with_grad"
-                  else {"schedule": "assoc"})
+            kw = {
+                "out_with_grad": {"out": torch.empty_like(ins[0])},
+                "assoc_with_grad": {"schedule": "assoc"},
+                "forward_ckpt_every": {"backward": {"ckpt_every": 6}},
+                "backward_option": {"backward": {"chunk": 64}},
+            }[change]
             selective_scan(*leaves, softplus, **kw)
 
 
