@@ -17,8 +17,9 @@ underflows to 0 for large delta'*|A|). The forward stores the state every `ckpt_
     4 states and decays in registers, and runs the 4 reverse steps.
 So each state element costs 2 exp2 per step in the backward (one per recompute) and the scratch
 moves 8 bytes per element every 4 steps. dB and dC (sums over channels) are written per program
-([B, D/BLOCK_D, T, N] float32) and summed by torch; dA, dD, dbias per batch row ([B, D, N], [B, D])
-and summed over the batch: deterministic, no atomics.
+([B, D/BLOCK_D, T, N] float32) and summed by torch (or, with `atomic_bc`, added atomically into
+one [B, T, N]); dA, dD, dbias per batch row ([B, D, N], [B, D]) and summed over the batch: by
+default deterministic, no atomics.
 """
 
 from __future__ import annotations
@@ -62,6 +63,10 @@ BACKWARD_VARIANTS: dict[str, dict[str, Any]] = {
     # ddelta) stay inside the warp (no shared-memory round trip and barrier per step), at the
     # price of 4x more dB/dC partial rows.
     "bd_quarter_w1": {"block_d_scale": 0.25, "num_warps": 1},
+    # dB, dC added atomically (not bitwise reproducible) instead of per-program partials: at
+    # N=64 the partials are 2 x 2 x B T N D/BLOCK_D x 4 bytes, most of the backward's traffic.
+    "atomic_bc": {"atomic_bc": True},
+    "atomic_bc_bd_quarter_w1": {"atomic_bc": True, "block_d_scale": 0.25, "num_warps": 1},
 }
 
 
@@ -95,16 +100,38 @@ def _bwd_step(r, a, h_prev, h, dy, dl, dlu, u, b_B, b_C, b_A2, dA_acc):
 
 
 @triton.jit
+def _store_rows4(p_row, t0, T, N, mask_n, r0, r1, r2, r3, ATOMIC: tl.constexpr):
+    """Rows t0..t0+3 ([BLOCK_N] each, stride N) stored, or added atomically; steps past T
+    skipped."""
+    zero_n = tl.zeros(r0.shape, dtype=tl.int32)
+    if ATOMIC:
+        tl.atomic_add(p_row + t0 * N, r0, mask=mask_n & (zero_n + t0 < T), sem="relaxed")
+        tl.atomic_add(p_row + (t0 + 1) * N, r1, mask=mask_n & (zero_n + t0 + 1 < T),
+                      sem="relaxed")
+        tl.atomic_add(p_row + (t0 + 2) * N, r2, mask=mask_n & (zero_n + t0 + 2 < T),
+                      sem="relaxed")
+        tl.atomic_add(p_row + (t0 + 3) * N, r3, mask=mask_n & (zero_n + t0 + 3 < T),
+                      sem="relaxed")
+    else:
+        tl.store(p_row + t0 * N, r0, mask=mask_n & (zero_n + t0 < T))
+        tl.store(p_row + (t0 + 1) * N, r1, mask=mask_n & (zero_n + t0 + 1 < T))
+        tl.store(p_row + (t0 + 2) * N, r2, mask=mask_n & (zero_n + t0 + 2 < T))
+        tl.store(p_row + (t0 + 3) * N, r3, mask=mask_n & (zero_n + t0 + 3 < T))
+
+
+@triton.jit
 def _ss_bwd_kernel(
     u_ptr, delta_ptr, A_ptr, B_ptr, C_ptr, D_ptr, bias_ptr, dy_ptr, ckpt_ptr, scratch_ptr,
     du_ptr, ddelta_ptr, dA_ptr, dB_ptr, dC_ptr, dD_ptr, dbias_ptr,
     DIM, T, N, NCK,
     HAS_D: tl.constexpr, HAS_BIAS: tl.constexpr, SOFTPLUS: tl.constexpr,
     BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, CHUNK: tl.constexpr,
+    ATOMIC_BC: tl.constexpr,
 ):
     """u, delta, dy, du, ddelta: [B, DIM, T]; B, C: [B, T, N] (time-major copies); ckpt:
     [B, NCK, DIM, N]; scratch: [programs, CHUNK/4, BLOCK_D, BLOCK_N]; dB, dC partials:
-    [B, programs along DIM, T, N]; dA [B, DIM, N], dD and dbias [B, DIM] partials."""
+    [B, programs along DIM, T, N], or with ATOMIC_BC one zeroed [B, 1, T, N] row that every
+    program adds into; dA [B, DIM, N], dD and dbias [B, DIM] partials."""
     pid_d = tl.program_id(0)
     pid_b = tl.program_id(1).to(tl.int64)
     prog = pid_b * tl.num_programs(0) + pid_d
@@ -121,7 +148,8 @@ def _ss_bwd_kernel(
     p_dy = dy_ptr + row
     p_B = B_ptr + pid_b * T * N + offs_n
     p_C = C_ptr + pid_b * T * N + offs_n
-    p_part = prog * T * N + offs_n
+    # dB/dC row: this program's partial, or (atomic) the batch row all programs add into.
+    p_part = (pid_b if ATOMIC_BC else prog) * T * N + offs_n
     p_ck = ckpt_ptr + (pid_b * NCK * DIM + offs_d[:, None].to(tl.int64)) * N + offs_n[None, :]
     state = BLOCK_D * BLOCK_N
     p_scr = (scratch_ptr + prog * (CHUNK // 4) * state
@@ -193,21 +221,27 @@ def _ss_bwd_kernel(
             p_dt = row[:, None] + offs[None, :]
             tl.store(du_ptr + p_dt, t_du.to(du_ptr.dtype.element_ty), mask=m_dt)
             tl.store(ddelta_ptr + p_dt, t_ddl.to(ddelta_ptr.dtype.element_ty), mask=m_dt)
-            zero_n = tl.zeros([BLOCK_N], dtype=tl.int32)
-            tl.store(dB_ptr + p_part + t0 * N, dB0, mask=mask_n & (zero_n + t0 < T))
-            tl.store(dB_ptr + p_part + (t0 + 1) * N, dB1, mask=mask_n & (zero_n + t0 + 1 < T))
-            tl.store(dB_ptr + p_part + (t0 + 2) * N, dB2, mask=mask_n & (zero_n + t0 + 2 < T))
-            tl.store(dB_ptr + p_part + (t0 + 3) * N, dB3, mask=mask_n & (zero_n + t0 + 3 < T))
-            tl.store(dC_ptr + p_part + t0 * N, dC0, mask=mask_n & (zero_n + t0 < T))
-            tl.store(dC_ptr + p_part + (t0 + 1) * N, dC1, mask=mask_n & (zero_n + t0 + 1 < T))
-            tl.store(dC_ptr + p_part + (t0 + 2) * N, dC2, mask=mask_n & (zero_n + t0 + 2 < T))
-            tl.store(dC_ptr + p_part + (t0 + 3) * N, dC3, mask=mask_n & (zero_n + t0 + 3 < T))
+            _store_rows4(dB_ptr + p_part, t0, T, N, mask_n, dB0, dB1, dB2, dB3, ATOMIC_BC)
+            _store_rows4(dC_ptr + p_part, t0, T, N, mask_n, dC0, dC1, dC2, dC3, ATOMIC_BC)
         # The next chunk's phase 1 overwrites scratch that other threads may still be reading.
         tl.debug_barrier()
     p_bd = pid_b * DIM + offs_d
     tl.store(dA_ptr + p_bd[:, None] * N + offs_n[None, :], dA_acc, mask=mask_dn)
     tl.store(dD_ptr + p_bd, dD_acc, mask=mask_d)
     tl.store(dbias_ptr + p_bd, dbias_acc, mask=mask_d)
+
+
+BACKWARD_OPTIONS = ("ckpt_every", "block_d", "block_d_scale", "num_warps", "atomic_bc")
+
+
+def check_backward_options(options: dict[str, Any]) -> None:
+    """Fail at the forward call, not at backward time, on options the backward cannot take."""
+    unknown = sorted(set(options) - set(BACKWARD_OPTIONS))
+    if unknown:
+        raise ValueError(f"expected backward options among {BACKWARD_OPTIONS}, got {unknown}")
+    k = options.get("ckpt_every", DEFAULT_CKPT_EVERY)
+    if not isinstance(k, int) or k <= 0 or k % 4:
+        raise ValueError(f"expected ckpt_every a positive multiple of 4, got {k}")
 
 
 def ckpt_shape(batch: int, dim: int, steps: int, dstate: int, ckpt_every: int) -> tuple:
@@ -225,6 +259,7 @@ def selective_scan_bwd(
     block_d: int | None = None,
     block_d_scale: float = 1.0,
     num_warps: int | None = None,
+    atomic_bc: bool = False,
     nan_fill: bool = False,
 ) -> tuple[torch.Tensor | None, ...]:
     """Gradients (du, ddelta, dA, dB, dC, dD, ddelta_bias) of sum(y * dy) for the scan's inputs.
@@ -236,9 +271,12 @@ def selective_scan_bwd(
     come in u's and delta's dtypes, dB and dC in B's and C's, dA, dD, ddelta_bias in float32;
     dD and ddelta_bias are None when Dskip / delta_bias are. `nan_fill` fills every output and
     intermediate buffer with NaN first, so tests see any element the kernel leaves unwritten.
+    `atomic_bc` adds every program's dB and dC rows atomically into one float32 [B, T, N] each
+    instead of writing per-program partials that torch then sums: D/BLOCK_D times less memory
+    traffic, but the order of the additions, and so the last bits of dB and dC, varies from run
+    to run (the default is deterministic).
     """
-    if ckpt_every <= 0 or ckpt_every % 4:
-        raise ValueError(f"expected ckpt_every a positive multiple of 4, got {ckpt_every}")
+    check_backward_options({"ckpt_every": ckpt_every})
     if bc_time_major:
         bt, ct = Bm, Cm
         batch, dim, steps = u.shape
@@ -264,7 +302,11 @@ def selective_scan_bwd(
         return torch.full(shape, fill, device=u.device, dtype=dtype)
 
     du, ddelta = buf(batch, dim, steps, dtype=u.dtype), buf(batch, dim, steps, dtype=delta.dtype)
-    dB_part, dC_part = buf(batch, n_db, steps, n), buf(batch, n_db, steps, n)
+    if atomic_bc:
+        dB_part = torch.zeros(batch, 1, steps, n, device=u.device, dtype=torch.float32)
+        dC_part = torch.zeros_like(dB_part)
+    else:
+        dB_part, dC_part = buf(batch, n_db, steps, n), buf(batch, n_db, steps, n)
     dA_part, dD_part, dbias_part = buf(batch, dim, n), buf(batch, dim), buf(batch, dim)
     scratch = buf(batch * n_db, ckpt_every // 4, bd, block_n)
     opt = (Dskip if Dskip is not None else A, delta_bias if delta_bias is not None else A)
@@ -274,6 +316,7 @@ def selective_scan_bwd(
         dim, steps, n, ckpt.shape[1],
         HAS_D=Dskip is not None, HAS_BIAS=delta_bias is not None,
         SOFTPLUS=bool(delta_softplus), BLOCK_D=bd, BLOCK_N=block_n, CHUNK=ckpt_every,
+        ATOMIC_BC=bool(atomic_bc),
         num_warps=num_warps or 4,
     )
     dB = dB_part.sum(1).transpose(1, 2).to(b_dtype).contiguous()

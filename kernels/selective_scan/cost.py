@@ -78,17 +78,19 @@ def backward_bytes_min(
 def backward_bytes(
     batch: int, dim: int, steps: int, dstate: int, block_d: int, ckpt_every: int,
     in_bytes: int = 2, bc_bytes: int = 2,
-    has_d: bool = True, has_bias: bool = False,
+    has_d: bool = True, has_bias: bool = False, atomic_bc: bool = False,
 ) -> int:
     """Device-memory bytes of backward.py's design: the minimum, plus the checkpoints read, the
-    dB/dC partials written by the kernel and read back by the sums (float32, one row per channel
-    block), the sums' [B, T, N] results read again by the transpose to [B, N, T], and the dA/dD/
-    dbias per-batch partials written and read. The second read of u and delta (phase 2 after
-    phase 1, within one chunk: BLOCK_D x K elements) and the scratch of every 4th state are
-    counted in `backward_l2_bytes`, not here."""
-    nd = _cdiv(dim, block_d)
-    partials = 2 * 2 * batch * nd * steps * dstate * 4
-    transpose = 2 * batch * steps * dstate * 4
+    dB/dC float32 partials (one [B, T, N] row per channel block, written by the kernel, read and
+    summed to [B, T, N] by torch; with `atomic_bc` one zeroed [B, T, N] each, the atomic adds
+    landing in L2 and written back once), the [B, T, N] results read again by the transpose to
+    [B, N, T], and the dA/dD/dbias per-batch partials written and read. The second read of u
+    and delta (phase 2 after phase 1, within one chunk of BLOCK_D x K elements) and the scratch of
+    every 4th state are counted in `backward_l2_bytes`, not here."""
+    rows_bc = batch * steps * dstate * 4
+    per_block = 2 * 2 * _cdiv(dim, block_d) * rows_bc + 2 * rows_bc
+    partials = 2 * 2 * rows_bc if atomic_bc else per_block
+    transpose = 2 * rows_bc
     batch_partials = 2 * batch * dim * (dstate + 2) * 4
     return (backward_bytes_min(batch, dim, steps, dstate, in_bytes, bc_bytes, has_d, has_bias)
             + ckpt_bytes(batch, dim, steps, dstate, ckpt_every) + partials + transpose
@@ -113,7 +115,7 @@ def training_flops(
 def training_bytes(
     batch: int, dim: int, steps: int, dstate: int, block_d: int, ckpt_every: int,
     in_bytes: int = 2, bc_bytes: int = 2,
-    has_d: bool = True, has_bias: bool = False,
+    has_d: bool = True, has_bias: bool = False, atomic_bc: bool = False,
 ) -> int:
     """Forward (with its checkpoint writes and the B/C time-major copies, read + written) plus
     the backward's design bytes."""
@@ -121,4 +123,4 @@ def training_bytes(
     return (bytes_moved(batch, dim, steps, dstate, in_bytes, bc_bytes, in_bytes, has_d, has_bias)
             + ckpt_bytes(batch, dim, steps, dstate, ckpt_every) + bc_copies
             + backward_bytes(batch, dim, steps, dstate, block_d, ckpt_every, in_bytes, bc_bytes,
-                             has_d, has_bias))
+                             has_d, has_bias, atomic_bc))

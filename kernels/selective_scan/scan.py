@@ -26,7 +26,12 @@ import triton
 import triton.language as tl
 
 from .._ssm_common import check_tensor
-from .backward import BACKWARD_VARIANTS, DEFAULT_CKPT_EVERY, selective_scan_bwd
+from .backward import (
+    BACKWARD_VARIANTS,
+    DEFAULT_CKPT_EVERY,
+    check_backward_options,
+    selective_scan_bwd,
+)
 from .common import (
     _decay_input,
     _delta_prep,
@@ -344,6 +349,7 @@ def selective_scan(
                              f"got {schedule!r}")
         if out is not None:
             raise ValueError("expected out=None when gradients are required, got a tensor")
+        check_backward_options(backward or {})
         return SelectiveScanFn.apply(*inputs, bool(delta_softplus), fwd, dict(backward or {}))
     if out is None:
         out = torch.empty_like(u)

@@ -90,15 +90,17 @@ def _forward_with_ckpt(ins, softplus, ckpt_every):
     return y, ckpt
 
 
-def test_backward_writes_every_gradient_element(kernels, device):
-    """NaN-filled outputs, partials and scratch; two channel blocks (the second one partial)."""
+@pytest.mark.parametrize("atomic_bc", [False, True])
+def test_backward_writes_every_gradient_element(kernels, device, atomic_bc):
+    """NaN-filled outputs, partials and scratch; two channel blocks (the second one partial);
+    dB and dC as per-program partials or added atomically."""
     from flopkb_kernels.selective_scan.backward import selective_scan_bwd
 
     ins, softplus = _inputs(device, 2, 7, 29, 5, "full")
     _, ckpt = _forward_with_ckpt(ins, softplus, 12)
     dy = torch.randn_like(ins[0])
     grads = selective_scan_bwd(*ins, softplus, dy, ckpt, ckpt_every=12, block_d=4,
-                               nan_fill=True)
+                               atomic_bc=atomic_bc, nan_fill=True)
     _, grads_ref = _reference_grads(ins, softplus, dy)
     for name, got, ref in zip(NAMES, grads, grads_ref, strict=True):
         assert got.dtype == (torch.float32 if name in ("A", "Dskip", "delta_bias")
@@ -143,6 +145,8 @@ def test_plain_call_builds_no_graph_and_matches_autograd_forward(kernels, device
         ("dy_dtype", "expected dy of dtype"),
         ("out_with_grad", "expected out=None when gradients are required"),
         ("assoc_with_grad", "expected schedule 'sequential' when gradients are required"),
+        ("forward_ckpt_every", "expected ckpt_every a positive multiple of 4"),
+        ("backward_option", "expected backward options among"),
     ],
 )
 def test_backward_rejects_bad_arguments(kernels, device, change, message):
@@ -161,9 +165,32 @@ def test_backward_rejects_bad_arguments(kernels, device, change, message):
             selective_scan_bwd(*ins, softplus, dy.double(), ckpt, ckpt_every=8)
         else:
             leaves = [t.clone().requires_grad_() if t is not None else None for t in ins]
-            kw = ({"out": torch.empty_like(ins[0])} if change == "out_with_grad"
-                  else {"schedule": "assoc"})
+            kw = {
+                "out_with_grad": {"out": torch.empty_like(ins[0])},
+                "assoc_with_grad": {"schedule": "assoc"},
+                "forward_ckpt_every": {"backward": {"ckpt_every": 6}},
+                "backward_option": {"backward": {"chunk": 64}},
+            }[change]
             selective_scan(*leaves, softplus, **kw)
+
+
+def test_cost_formulas_by_hand(kernels):
+    from flopkb_kernels.selective_scan import cost
+
+    # 3 chunks of 4 steps in T=10: 2 saved states of B x D x N float32.
+    assert cost.ckpt_bytes(2, 3, 10, 4, 4) == 2 * 2 * 3 * 4 * 4
+    # One element, one step, no options: 25 + 6 per element, 2 for the dB/dC partial sums and 1
+    # for the dA sum over the batch.
+    assert cost.backward_flops(1, 1, 1, 1, 1, False, False, False) == 34
+    assert cost.backward_flops(1, 1, 1, 1, 1, True, True, True) == 25 + 6 + 4 + 3 + 10 + 2 + 3
+    # u, delta, dy read and du, ddelta written (bf16), B, C, dB, dC (bf16), A and dA (fp32).
+    assert cost.backward_bytes_min(1, 1, 1, 1, has_d=False) == 5 * 2 + 4 * 2 + 2 * 4
+    # Partials: 2 blocks of 1 channel -> 2 x (2 x 2 x 4 + 4) bytes, + transpose 8, + ckpt 0,
+    # + dA/dD/dbias partials 2 x (1 + 2) x 4 on top of the minimum of 2 channels.
+    assert cost.backward_bytes(1, 2, 1, 1, 1, 4, has_d=False) == (
+        cost.backward_bytes_min(1, 2, 1, 1, has_d=False) + 2 * (2 * 2 * 4 + 4) + 8 + 2 * 2 * 3 * 4)
+    assert cost.backward_bytes(1, 2, 1, 1, 1, 4, has_d=False, atomic_bc=True) == (
+        cost.backward_bytes_min(1, 2, 1, 1, has_d=False) + 2 * 2 * 4 + 8 + 2 * 2 * 3 * 4)
 
 
 @pytest.mark.gpu
