@@ -49,24 +49,31 @@ from .common import (
 # elements per program that is 64 KiB, so the scratch of all resident programs stays in L2.
 DEFAULT_CKPT_EVERY = 64
 
+# Default tiling, the fastest of BACKWARD_VARIANTS on an H200 at every measured shape (B=8,
+# T=4096, D in {2048, 4096}, N in {16, 64}, with and without softplus+bias; 0.55-0.75x the time
+# of the old 1024-element, 4-warp default): a quarter of the channels per program and one warp,
+# so the per-step sums over channels stay inside the warp (bench/results/scan_bwd_h200.json).
+DEFAULT_BWD_BLOCK_D_SCALE = 0.25
+DEFAULT_BWD_NUM_WARPS = 1
+
 # Backward tuning points for a GPU sweep (keyword arguments of `selective_scan_bwd`, or the
 # `backward=` dict of `selective_scan`). `ckpt_every` also sets what the forward saves.
 BACKWARD_VARIANTS: dict[str, dict[str, Any]] = {
     "base": {},
+    "wide_w4": {"block_d_scale": 1.0, "num_warps": 4},
     "ckpt32": {"ckpt_every": 32},
     "ckpt128": {"ckpt_every": 128},
     "bd_half_w2": {"block_d_scale": 0.5, "num_warps": 2},
     "bd_half_w4": {"block_d_scale": 0.5, "num_warps": 4},
     "bd_double_w8": {"block_d_scale": 2.0, "num_warps": 8},
-    "w8": {"num_warps": 8},
+    "w8": {"block_d_scale": 1.0, "num_warps": 8},
     # One warp per program: the per-step sums over channels (dB, dC) and over states (du,
     # ddelta) stay inside the warp (no shared-memory round trip and barrier per step), at the
     # price of 4x more dB/dC partial rows.
-    "bd_quarter_w1": {"block_d_scale": 0.25, "num_warps": 1},
+    "bd_quarter_w1": {"block_d_scale": 0.25, "num_warps": 1},  # the default since the H200 run
     # dB, dC added atomically (not bitwise reproducible) instead of per-program partials: at
     # N=64 the partials are 2 x 2 x B T N D/BLOCK_D x 4 bytes, most of the backward's traffic.
     "atomic_bc": {"atomic_bc": True},
-    "atomic_bc_bd_quarter_w1": {"atomic_bc": True, "block_d_scale": 0.25, "num_warps": 1},
 }
 
 
@@ -257,8 +264,8 @@ def selective_scan_bwd(
     bc_time_major: bool = False,
     bc_dtypes: tuple[torch.dtype, torch.dtype] | None = None,
     block_d: int | None = None,
-    block_d_scale: float = 1.0,
-    num_warps: int | None = None,
+    block_d_scale: float = DEFAULT_BWD_BLOCK_D_SCALE,
+    num_warps: int | None = DEFAULT_BWD_NUM_WARPS,
     atomic_bc: bool = False,
     nan_fill: bool = False,
 ) -> tuple[torch.Tensor | None, ...]:

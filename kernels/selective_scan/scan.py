@@ -46,6 +46,8 @@ from .common import (
 )
 
 DEFAULT_SCHEDULE = "sequential"
+# state sizes up to which the forward defaults to narrow one-warp programs (see _launch_forward)
+SMALL_STATE = 16
 
 # Forward tuning points for a GPU sweep (keyword arguments of `selective_scan`). `base` is the
 # kernel as measured in bench/results/ssm_h200.json; `sp_tile` moves softplus(delta + bias) and
@@ -213,7 +215,7 @@ def _ss_assoc_kernel(
 def _launch_forward(
     u: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, Bm: torch.Tensor, Cm: torch.Tensor,
     Dskip: torch.Tensor | None, delta_bias: torch.Tensor | None, delta_softplus: bool,
-    out: torch.Tensor, *, schedule: str, block_d: int | None, block_d_scale: float,
+    out: torch.Tensor, *, schedule: str, block_d: int | None, block_d_scale: float | None,
     block_t: int, num_warps: int | None, transpose_bc: bool, time_major: bool, unroll: int,
     sp_tile: bool, ckpt_every: int = 0,
 ) -> tuple[torch.Tensor | None, tuple[torch.Tensor, torch.Tensor] | None]:
@@ -235,6 +237,13 @@ def _launch_forward(
             **flags, BLOCK_D=bd, BLOCK_N=block_n, BLOCK_T=bt, num_warps=num_warps or 4,
         )
         return None, None
+    if block_d_scale is None or num_warps is None:
+        # small states with softplus+bias: a quarter of the channels per program and one warp
+        # measured fastest on an H200 at N=16 (0.82 vs 0.92 ms at D=2048; at N=64 the wide
+        # default wins, 2.60 vs 3.70 ms; bench/results/scan_bwd_h200.json)
+        narrow = n <= SMALL_STATE and bool(sp_tile) and block_d is None
+        block_d_scale = block_d_scale if block_d_scale is not None else (0.25 if narrow else 1.0)
+        num_warps = num_warps if num_warps is not None else (1 if narrow else 4)
     bd = default_block_d(dim, n, block_d)
     if block_d is None and block_d_scale != 1.0:
         bd = max(1, triton.next_power_of_2(int(bd * block_d_scale)))
@@ -302,7 +311,7 @@ def selective_scan(
     *,
     schedule: str = DEFAULT_SCHEDULE,
     block_d: int | None = None,
-    block_d_scale: float = 1.0,
+    block_d_scale: float | None = None,
     block_t: int = 16,
     num_warps: int | None = None,
     transpose_bc: bool = True,
