@@ -109,6 +109,18 @@ def our_impls(backward: Any, names: list[str]) -> list[Impl]:
     return out
 
 
+def _mamba_combined() -> Callable[..., Any]:
+    """mamba_ssm's `mamba_chunk_scan_combined` through verify's peer loader (package `__init__`
+    bypassed), wherever this checkout keeps it."""
+    try:
+        from flopkb.verify.peers.mamba_ssm import chunk_scan_combined
+    except ImportError:
+        from flopkb.verify.experiments._peers import _mamba_chunk_scan_combined
+
+        return _mamba_chunk_scan_combined()
+    return chunk_scan_combined()[0]
+
+
 def peer_impls(chunk: int) -> tuple[list[Impl], list[dict[str, Any]]]:
     """mamba_ssm and fla when importable; otherwise not-run rows with the reason."""
     from importlib import metadata
@@ -116,9 +128,7 @@ def peer_impls(chunk: int) -> tuple[list[Impl], list[dict[str, Any]]]:
     impls: list[Impl] = []
     not_run: list[dict[str, Any]] = []
     try:
-        from flopkb.verify.experiments._peers import _mamba_chunk_scan_combined
-
-        combined = _mamba_chunk_scan_combined()
+        combined = _mamba_combined()
         try:
             version = metadata.version("mamba_ssm")
         except metadata.PackageNotFoundError:
