@@ -69,17 +69,18 @@ def _assert_close(got, want, bound):
 
 
 @pytest.mark.parametrize(
-    ("chunk", "block_m", "head_split"),
-    [(16, 64, None), (32, 16, 1), (32, 16, 2)],
-    ids=["chunk16", "chunk32-blocks16-split1", "chunk32-blocks16-split2"],
+    ("chunk", "fwd_block", "bwd_block", "head_split"),
+    [(16, 64, 64, None), (32, 16, 16, 1), (32, 64, 16, 2)],
+    ids=["chunk16", "chunk32-blocks16-split1", "chunk32-fwd32-bwd16-split2"],
 )
-def test_fp32_gradients_match_autograd_through_reference(poisoned, device, chunk, block_m,
-                                                         head_split):
+def test_fp32_gradients_match_autograd_through_reference(poisoned, device, chunk, fwd_block,
+                                                         bwd_block, head_split):
     args = _inputs(device, BWD_SHAPE)
     dy = torch.randn_like(args[0])
-    cfg = poisoned.BwdConfig(block_m=block_m, head_split=head_split)
+    cfg = poisoned.BwdConfig(block_m=bwd_block, head_split=head_split)
     y, grads = _kernel_grads(
-        lambda *a: poisoned.ssd_chunked_fn(*a, chunk_size=chunk, block_m=block_m, bwd=cfg), args, dy
+        lambda *a: poisoned.ssd_chunked_fn(*a, chunk_size=chunk, block_m=fwd_block, bwd=cfg),
+        args, dy,
     )
     y_ref, want = _reference_grads(args, dy)
     assert rel(y, y_ref) < 1e-5
