@@ -235,7 +235,7 @@ def _chunk_bmm_kernel(
 def _pc_scores(
     b_C, b_gcs_i, mask_i, gcs_ptr, B_ptr, x_ptr, i_b, i_h, i_g, j, i_m, t_chunk, offs_m, offs_n,
     mask_n, T, H, G, N, DOT_PREC: tl.constexpr, UPCAST_DOT: tl.constexpr,
-    BLOCK_M: tl.constexpr, SUB_M: tl.constexpr,
+    BLOCK_M: tl.constexpr, SUB_M: tl.constexpr, SPREAD_MAX: tl.constexpr,
 ):
     """Per-channel scores S_ij = sum_n C_in B_jn exp(G_in - G_jn) for row block i_m, column
     block j (b_C float32 [BLOCK_M, N], b_gcs_i = G of the rows, log2 units).
@@ -243,10 +243,11 @@ def _pc_scores(
     Both tiles are rescaled against the last row r of column block j, C_i exp(G_i - G_r) and
     B_j exp(G_r - G_j), and multiplied on tensor cores. Off the diagonal (i > r >= j) both
     exponents are <= 0. On the diagonal block the C exponent reaches the block's whole decay and
-    the B exponent its negative, past the float range once that exceeds ~2^100; such a block is
-    recomputed in SUB_M-column slices, each against its own last row (rows before the slice are
-    causally out and zeroed), so only a SUB_M-step decay beyond 2^100 could overflow. The tiles
-    go to the dot in x's dtype."""
+    the B exponent its negative, past the float range once that exceeds 2^SPREAD_MAX (100 for
+    bf16 / fp32 tiles, 10 for fp16, whose range ends at 2^16); such a block is recomputed in
+    SUB_M-column slices, each against its own last row (rows before the slice are causally out
+    and zeroed), so only a SUB_M-step decay beyond that could overflow. The tiles go to the dot
+    in x's dtype."""
     DT = x_ptr.dtype.element_ty
     offs_j = t_chunk + j * BLOCK_M + offs_m
     mask_j = offs_j < T
@@ -259,7 +260,7 @@ def _pc_scores(
     t_ref = tl.minimum(t_chunk + j * BLOCK_M + BLOCK_M, T) - 1
     b_ref = tl.load(gcs_ptr + ((i_b * T + t_ref) * H + i_h) * N + offs_n, mask=mask_n, other=0.0)
     spread = tl.max(tl.max(tl.where(m_in, b_gcs_i - b_ref[None, :], 0.0), axis=1), axis=0)
-    if (j == i_m) & (spread > 100.0):
+    if (j == i_m) & (spread > SPREAD_MAX):
         b_s = tl.zeros([BLOCK_M, BLOCK_M], dtype=tl.float32)
         for sb in tl.static_range(BLOCK_M // SUB_M):
             t_r = tl.minimum(t_chunk + j * BLOCK_M + (sb + 1) * SUB_M, T) - 1
@@ -287,7 +288,7 @@ def _chunk_scan_kernel(
     HAS_STATE: tl.constexpr, HAS_CB: tl.constexpr, HAS_D: tl.constexpr,
     DOT_PREC: tl.constexpr, UPCAST_DOT: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_N: tl.constexpr,
-    PER_CHANNEL: tl.constexpr = False, SUB_M: tl.constexpr = 16,
+    PER_CHANNEL: tl.constexpr = False, SUB_M: tl.constexpr = 16, SPREAD_MAX: tl.constexpr = 100.0,
 ):
     """y per row block; with PER_CHANNEL, cs_ptr is G [B, T, H, N] and scores come from
     `_pc_scores` (HAS_CB is then ignored)."""
@@ -347,6 +348,7 @@ def _chunk_scan_kernel(
             b_s = _pc_scores(
                 b_C, b_gcs_i, mask_i, cs_ptr, B_ptr, x_ptr, i_b, i_h, i_g, j, i_m, t_chunk,
                 offs_m, offs_n, mask_n, T, H, G, N, DOT_PREC, UPCAST_DOT, BLOCK_M, SUB_M,
+                SPREAD_MAX,
             )
             b_s = tl.where(keep, b_s * b_dt.to(tl.float32)[None, :], 0.0)
         else:
