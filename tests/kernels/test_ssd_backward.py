@@ -69,15 +69,15 @@ def _assert_close(got, want, bound):
 
 
 @pytest.mark.parametrize(
-    ("chunk", "fwd_block", "bwd_block", "head_split"),
-    [(16, 64, 64, None), (32, 16, 16, 1), (32, 64, 16, 2)],
-    ids=["chunk16", "chunk32-blocks16-split1", "chunk32-fwd32-bwd16-split2"],
+    ("chunk", "fwd_block", "bwd_block", "head_split", "r_in_dx"),
+    [(16, 64, 64, None, False), (32, 16, 16, 1, True), (32, 64, 16, 2, False)],
+    ids=["chunk16", "chunk32-blocks16-split1-r_in_dx", "chunk32-fwd32-bwd16-split2"],
 )
 def test_fp32_gradients_match_autograd_through_reference(poisoned, device, chunk, fwd_block,
-                                                         bwd_block, head_split):
+                                                         bwd_block, head_split, r_in_dx):
     args = _inputs(device, BWD_SHAPE)
     dy = torch.randn_like(args[0])
-    cfg = poisoned.BwdConfig(block_m=bwd_block, head_split=head_split)
+    cfg = poisoned.BwdConfig(block_m=bwd_block, head_split=head_split, r_in_dx=r_in_dx)
     y, grads = _kernel_grads(
         lambda *a: poisoned.ssd_chunked_fn(*a, chunk_size=chunk, block_m=fwd_block, bwd=cfg),
         args, dy,
@@ -88,11 +88,15 @@ def test_fp32_gradients_match_autograd_through_reference(poisoned, device, chunk
     assert grads[1].dtype == torch.float32 and grads[2].dtype == torch.float32
 
 
-def test_bf16_gradients_match_reference(poisoned, device):
+@pytest.mark.parametrize("r_in_dx", [False, True])
+def test_bf16_gradients_match_reference(poisoned, device, r_in_dx):
     args = _inputs(device, BWD_SHAPE | {"headdim": 17, "dstate": 9, "groups": 1},
                    dtype=torch.bfloat16)
     dy = torch.randn_like(args[0])
-    _, grads = _kernel_grads(lambda *a: poisoned.ssd_chunked_fn(*a, chunk_size=32), args, dy)
+    cfg = poisoned.BwdConfig(block_m=16, r_in_dx=r_in_dx)
+    _, grads = _kernel_grads(
+        lambda *a: poisoned.ssd_chunked_fn(*a, chunk_size=32, bwd=cfg), args, dy
+    )
     _, want = _reference_grads(args, dy)
     _assert_close(grads, want, GRAD_BOUND[torch.bfloat16])
     assert [g.dtype for g in grads] == [t.dtype for t in args]
