@@ -12,7 +12,9 @@ bf16 bound): a wrong or failing implementation is recorded and not timed. Then t
 `--rounds` interleaved rounds (every implementation once per round, so drifting clocks hit all
 alike), three passes each: the autograd forward (inputs require grad, so what the backward needs
 is saved), the backward alone (`torch.autograd.grad` on a kept graph) and forward+backward.
-Each figure is the median of the per-round medians.
+Each figure is the median of the per-round medians. On the GPU the cuBLAS bf16 and copy ceilings
+are measured first (as in bench/kernels_ssm.py) and every timed row gets its fraction of the
+roofline per pass (kernels/ssd/cost.py: useful FLOPs and fewest bytes, at the row's chunk).
 
 Implementations: every entry of `backward.VARIANTS` (ours), mamba_ssm's
 `mamba_chunk_scan_combined` (autograd; package `__init__` bypassed as in verify's peers), and
@@ -25,6 +27,7 @@ every timing) to --out after every shape, atomically.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import os
@@ -244,7 +247,7 @@ def time_pass(fn: Callable[[], Any], on_gpu: bool, reps: int) -> dict[str, Any]:
 
 def bench_shape(shape: dict[str, Any], impls: list[Impl], not_run: list[dict[str, Any]],
                 args_rounds: int, reps: int, device: str, dtype: Any, cost: Any,
-                reference: Any) -> dict[str, Any]:
+                reference: Any, ceil: dict[str, Any] | None = None) -> dict[str, Any]:
     import torch
 
     b, t, h, p, g, n = (shape[k] for k in ("B", "T", "H", "P", "G", "N"))
@@ -302,22 +305,59 @@ def bench_shape(shape: dict[str, Any], impls: list[Impl], not_run: list[dict[str
             row["timing"][ps]["median_ms"] = statistics.median(meds)
         log(f"  {row['name']}: " + ", ".join(
             f"{ps} {row['timing'][ps]['median_ms']:.3f} ms" for ps in row["timing"]))
-    chunk_of = {r["name"]: r.get("config", {}).get("chunk_size") for r in rows.values()}
+    # Useful work at the row's chunk; peers without one (fla) at 256, like bench/kernels_ssm.py.
+    chunk_of = {r["name"]: r.get("config", {}).get("chunk_size") or r.get("chunk_size") or 256
+                for r in rows.values()}
     out = {"shape": shape, "rows": list(rows.values()), "reference": {
         "impl": "ssd_chunked_reference (float32, chunk 64) through torch.autograd"}}
-    out["cost"] = {name: cost_entry(cost, shape, q) for name, q in chunk_of.items() if q}
+    out["cost"] = {name: cost_entry(cost, shape, q) for name, q in chunk_of.items()}
+    if ceil is not None:
+        for row in rows.values():
+            if "timing" in row:
+                row["roofline"] = roofline(out["cost"][row["name"]], row["timing"], ceil)
     out["ratios"] = ratios(rows)
     return out
 
 
 def cost_entry(cost: Any, shape: dict[str, Any], chunk: int) -> dict[str, int]:
     dims = (shape["B"], shape["T"], shape["H"], shape["P"], shape["N"])
+    x_bytes = 4 if shape["dtype"] == "float32" else 2
     return {
         "flops_fwd": cost.flops("chunked", *dims, chunk, has_d=True),
         "flops_bwd": cost.backward_flops(*dims, chunk, groups=shape["G"], has_d=True),
-        "bytes_bwd": cost.backward_bytes(*dims, chunk, groups=shape["G"], has_d=True),
-        "saved_bytes": cost.saved_bytes(*dims, chunk, groups=shape["G"]),
+        "bytes_fwd": cost.bytes_moved(*dims, groups=shape["G"], x_bytes=x_bytes,
+                                      bc_bytes=x_bytes, has_d=True),
+        "bytes_bwd": cost.backward_bytes(*dims, chunk, groups=shape["G"], x_bytes=x_bytes,
+                                         bc_bytes=x_bytes, has_d=True),
+        "saved_bytes": cost.saved_bytes(*dims, chunk, groups=shape["G"], x_bytes=x_bytes),
     }
+
+
+def measure_ceilings() -> dict[str, Any]:
+    """cuBLAS bf16 8192^3 TFLOP/s and device copy GB/s, measured as bench/kernels_ssm.py does."""
+    spec = importlib.util.spec_from_file_location("kernels_ssm", Path(__file__).with_name(
+        "kernels_ssm.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.measure_ceilings(quick=True)
+
+
+def roofline(costs: dict[str, int], timing: dict[str, Any], ceil: dict[str, Any]) -> dict:
+    """Per pass: the floor max(FLOPs / matmul peak, bytes / copy bandwidth) over the median."""
+    per_pass = {
+        "fwd": (costs["flops_fwd"], costs["bytes_fwd"]),
+        "bwd": (costs["flops_bwd"], costs["bytes_bwd"]),
+        "fwd_bwd": (costs["flops_fwd"] + costs["flops_bwd"],
+                    costs["bytes_fwd"] + costs["bytes_bwd"]),
+    }
+    out = {}
+    for ps, t in timing.items():
+        flops, nbytes = per_pass[ps]
+        floor_ms = 1e3 * max(flops / (ceil["bf16_matmul_tflops"] * 1e12),
+                             nbytes / (ceil["copy_gbps"] * 1e9))
+        out[ps] = {"floor_ms": floor_ms, "frac_roofline": floor_ms / t["median_ms"],
+                   "tflops": flops / (t["median_ms"] * 1e-3) / 1e12}
+    return out
 
 
 def ratios(rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -384,6 +424,9 @@ def main(argv: list[str] | None = None) -> int:
     }
     log(f"implementations: {[i.name for i in impls]}; not run: {not_run}")
     started = time.time()
+    # The roofline needs measured ceilings, so only on the GPU (the smoke run has none).
+    ceil = measure_ceilings() if on_gpu else None
+    results["ceilings"] = ceil
     dtype = torch.float32 if args.smoke else torch.bfloat16
     device = "cuda" if on_gpu else "cpu"
     for n in dstates:
@@ -394,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
                      "dt_dtype": "float32", "D": True}
             log(f"SSD B={batch} T={steps} H={shape['H']} P={shape['P']} N={n} {shape['dtype']}")
             results["shapes"].append(bench_shape(shape, impls, not_run, args.rounds, args.reps,
-                                                 device, dtype, cost, reference))
+                                                 device, dtype, cost, reference, ceil))
             results["wall_s"] = time.time() - started
             write_json(args.out, results)
             if on_gpu:
