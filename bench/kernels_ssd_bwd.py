@@ -12,7 +12,9 @@ bf16 bound): a wrong or failing implementation is recorded and not timed. Then t
 `--rounds` interleaved rounds (every implementation once per round, so drifting clocks hit all
 alike), three passes each: the autograd forward (inputs require grad, so what the backward needs
 is saved), the backward alone (`torch.autograd.grad` on a kept graph) and forward+backward.
-Each figure is the median of the per-round medians.
+Each figure is the median of the per-round medians. On the GPU the cuBLAS bf16 and copy ceilings
+are measured first (as in bench/kernels_ssm.py) and every timed row gets its fraction of the
+roofline per pass (kernels/ssd/cost.py: useful FLOPs and fewest bytes, at the row's chunk).
 
 Implementations: every entry of `backward.VARIANTS` (ours), mamba_ssm's
 `mamba_chunk_scan_combined` (autograd; package `__init__` bypassed as in verify's peers), and
@@ -25,6 +27,7 @@ every timing) to --out after every shape, atomically.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import os
@@ -41,7 +44,8 @@ sys.path.insert(0, str(ROOT))
 
 PASSES = ("fwd", "bwd", "fwd_bwd")
 GRAD_NAMES = ("x", "dt", "A", "B", "C", "D")
-# ||g - ref|| / ||ref|| bound for bf16 inputs (the CPU tests' bf16 gradient bound).
+# ||g - ref|| / ||ref|| bound for bf16 inputs (the CPU tests' bf16 gradient bound); --bound
+# overrides it for a run, and the JSON records the bound each check used.
 BF16_BOUND = 3e-2
 FULL = {"tokens": 32 * 1024, "heads": 32, "headdim": 64, "groups": 1,
         "dstates": (64, 128), "steps": (2048, 4096, 16384)}
@@ -109,6 +113,14 @@ def our_impls(backward: Any, names: list[str]) -> list[Impl]:
     return out
 
 
+def _mamba_combined() -> Callable[..., Any]:
+    """mamba_ssm's `mamba_chunk_scan_combined` through verify's peer loader (package `__init__`
+    bypassed), wherever this checkout keeps it."""
+    from flopkb.verify.peers.mamba_ssm import chunk_scan_combined
+
+    return chunk_scan_combined()[0]
+
+
 def peer_impls(chunk: int) -> tuple[list[Impl], list[dict[str, Any]]]:
     """mamba_ssm and fla when importable; otherwise not-run rows with the reason."""
     from importlib import metadata
@@ -116,9 +128,7 @@ def peer_impls(chunk: int) -> tuple[list[Impl], list[dict[str, Any]]]:
     impls: list[Impl] = []
     not_run: list[dict[str, Any]] = []
     try:
-        from flopkb.verify.peers.mamba_ssm import chunk_scan_combined
-
-        combined, _ = chunk_scan_combined()
+        combined = _mamba_combined()
         try:
             version = metadata.version("mamba_ssm")
         except metadata.PackageNotFoundError:
@@ -178,7 +188,8 @@ def grads_of(run: Callable[..., Any], args: list[Any], dy: Any) -> tuple[Any, li
     return y.detach(), list(grads)
 
 
-def check(impl: Impl, args: list[Any], dy: Any, y_ref: Any, g_ref: list[Any]) -> dict[str, Any]:
+def check(impl: Impl, args: list[Any], dy: Any, y_ref: Any, g_ref: list[Any],
+          bound: float = BF16_BOUND) -> dict[str, Any]:
     """Output and gradient errors; a backward that raises leaves a forward-only check with the
     exception text in `bwd_not_run` (so its forward can still be timed)."""
     import torch
@@ -189,13 +200,12 @@ def check(impl: Impl, args: list[Any], dy: Any, y_ref: Any, g_ref: list[Any]) ->
         with torch.no_grad():
             y = impl.check_run(*args)
         err = rel_err(y, y_ref)
-        return {"rel_err": {"y": err}, "bound": BF16_BOUND, "correct": err <= BF16_BOUND,
+        return {"rel_err": {"y": err}, "bound": bound, "correct": err <= bound,
                 "bwd_not_run": f"{type(exc).__name__}: {exc}"}
     errs = {"y": rel_err(y, y_ref)} | {
         f"d{n}": rel_err(g, r) for n, g, r in zip(GRAD_NAMES, grads, g_ref, strict=True)
     }
-    return {"rel_err": errs, "bound": BF16_BOUND,
-            "correct": all(e <= BF16_BOUND for e in errs.values())}
+    return {"rel_err": errs, "bound": bound, "correct": all(e <= bound for e in errs.values())}
 
 
 def pass_callables(impl: Impl, leaves: list[Any], dy: Any,
@@ -234,7 +244,8 @@ def time_pass(fn: Callable[[], Any], on_gpu: bool, reps: int) -> dict[str, Any]:
 
 def bench_shape(shape: dict[str, Any], impls: list[Impl], not_run: list[dict[str, Any]],
                 args_rounds: int, reps: int, device: str, dtype: Any, cost: Any,
-                reference: Any) -> dict[str, Any]:
+                reference: Any, ceil: dict[str, Any] | None = None,
+                bound: float = BF16_BOUND) -> dict[str, Any]:
     import torch
 
     b, t, h, p, g, n = (shape[k] for k in ("B", "T", "H", "P", "G", "N"))
@@ -252,7 +263,7 @@ def bench_shape(shape: dict[str, Any], impls: list[Impl], not_run: list[dict[str
         row = {"name": impl.name, "kind": impl.kind, **impl.info}
         rows[impl.name] = row
         try:
-            row["check"] = check(impl, args, dy, y_ref, g_ref)
+            row["check"] = check(impl, args, dy, y_ref, g_ref, bound)
             if not row["check"]["correct"]:
                 row["not_run"] = "gradient check failed: " + json.dumps(row["check"]["rel_err"])
                 log(f"  {impl.name}: WRONG {row['check']['rel_err']}")
@@ -292,22 +303,59 @@ def bench_shape(shape: dict[str, Any], impls: list[Impl], not_run: list[dict[str
             row["timing"][ps]["median_ms"] = statistics.median(meds)
         log(f"  {row['name']}: " + ", ".join(
             f"{ps} {row['timing'][ps]['median_ms']:.3f} ms" for ps in row["timing"]))
-    chunk_of = {r["name"]: r.get("config", {}).get("chunk_size") for r in rows.values()}
+    # Useful work at the row's chunk; peers without one (fla) at 256, like bench/kernels_ssm.py.
+    chunk_of = {r["name"]: r.get("config", {}).get("chunk_size") or r.get("chunk_size") or 256
+                for r in rows.values()}
     out = {"shape": shape, "rows": list(rows.values()), "reference": {
         "impl": "ssd_chunked_reference (float32, chunk 64) through torch.autograd"}}
-    out["cost"] = {name: cost_entry(cost, shape, q) for name, q in chunk_of.items() if q}
+    out["cost"] = {name: cost_entry(cost, shape, q) for name, q in chunk_of.items()}
+    if ceil is not None:
+        for row in rows.values():
+            if "timing" in row:
+                row["roofline"] = roofline(out["cost"][row["name"]], row["timing"], ceil)
     out["ratios"] = ratios(rows)
     return out
 
 
 def cost_entry(cost: Any, shape: dict[str, Any], chunk: int) -> dict[str, int]:
     dims = (shape["B"], shape["T"], shape["H"], shape["P"], shape["N"])
+    x_bytes = 4 if shape["dtype"] == "float32" else 2
     return {
         "flops_fwd": cost.flops("chunked", *dims, chunk, has_d=True),
         "flops_bwd": cost.backward_flops(*dims, chunk, groups=shape["G"], has_d=True),
-        "bytes_bwd": cost.backward_bytes(*dims, chunk, groups=shape["G"], has_d=True),
-        "saved_bytes": cost.saved_bytes(*dims, chunk, groups=shape["G"]),
+        "bytes_fwd": cost.bytes_moved(*dims, groups=shape["G"], x_bytes=x_bytes,
+                                      bc_bytes=x_bytes, has_d=True),
+        "bytes_bwd": cost.backward_bytes(*dims, chunk, groups=shape["G"], x_bytes=x_bytes,
+                                         bc_bytes=x_bytes, has_d=True),
+        "saved_bytes": cost.saved_bytes(*dims, chunk, groups=shape["G"], x_bytes=x_bytes),
     }
+
+
+def measure_ceilings() -> dict[str, Any]:
+    """cuBLAS bf16 8192^3 TFLOP/s and device copy GB/s, measured as bench/kernels_ssm.py does."""
+    spec = importlib.util.spec_from_file_location("kernels_ssm", Path(__file__).with_name(
+        "kernels_ssm.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.measure_ceilings(quick=True)
+
+
+def roofline(costs: dict[str, int], timing: dict[str, Any], ceil: dict[str, Any]) -> dict:
+    """Per pass: the floor max(FLOPs / matmul peak, bytes / copy bandwidth) over the median."""
+    per_pass = {
+        "fwd": (costs["flops_fwd"], costs["bytes_fwd"]),
+        "bwd": (costs["flops_bwd"], costs["bytes_bwd"]),
+        "fwd_bwd": (costs["flops_fwd"] + costs["flops_bwd"],
+                    costs["bytes_fwd"] + costs["bytes_bwd"]),
+    }
+    out = {}
+    for ps, t in timing.items():
+        flops, nbytes = per_pass[ps]
+        floor_ms = 1e3 * max(flops / (ceil["bf16_matmul_tflops"] * 1e12),
+                             nbytes / (ceil["copy_gbps"] * 1e9))
+        out[ps] = {"floor_ms": floor_ms, "frac_roofline": floor_ms / t["median_ms"],
+                   "tflops": flops / (t["median_ms"] * 1e-3) / 1e12}
+    return out
 
 
 def ratios(rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -337,6 +385,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dstates", default="", help="comma list of N (default 64,128)")
     ap.add_argument("--steps", default="", help="comma list of T (default 2048,4096,16384)")
     ap.add_argument("--mamba-chunk", type=int, default=256)
+    ap.add_argument("--bound", type=float, default=BF16_BOUND,
+                    help="largest ||g - ref|| / ||ref|| a timed implementation may show")
     ap.add_argument("--smoke", action="store_true",
                     help="tiny sizes on the CPU through TRITON_INTERPRET=1 (tests the script)")
     args = ap.parse_args(argv)
@@ -374,6 +424,9 @@ def main(argv: list[str] | None = None) -> int:
     }
     log(f"implementations: {[i.name for i in impls]}; not run: {not_run}")
     started = time.time()
+    # The roofline needs measured ceilings, so only on the GPU (the smoke run has none).
+    ceil = measure_ceilings() if on_gpu else None
+    results["ceilings"] = ceil
     dtype = torch.float32 if args.smoke else torch.bfloat16
     device = "cuda" if on_gpu else "cpu"
     for n in dstates:
@@ -384,7 +437,8 @@ def main(argv: list[str] | None = None) -> int:
                      "dt_dtype": "float32", "D": True}
             log(f"SSD B={batch} T={steps} H={shape['H']} P={shape['P']} N={n} {shape['dtype']}")
             results["shapes"].append(bench_shape(shape, impls, not_run, args.rounds, args.reps,
-                                                 device, dtype, cost, reference))
+                                                 device, dtype, cost, reference, ceil,
+                                                 args.bound))
             results["wall_s"] = time.time() - started
             write_json(args.out, results)
             if on_gpu:

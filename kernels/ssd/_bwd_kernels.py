@@ -40,13 +40,15 @@ from ._chunk_kernels import _dot
 @triton.jit
 def _bwd_dx_kernel(
     x_ptr, dt_ptr, B_ptr, D_ptr, cs_ptr, ds_ptr, cb_ptr, dy_ptr,
-    dx_ptr, dxr_ptr, xv_ptr, dd_ptr,
+    dx_ptr, dxr_ptr, xv_ptr, dd_ptr, rpart_ptr,
     T, H, P, N, HEADS_PER_GROUP, CHUNK, NCHUNKS, ROW_BLOCKS,
     HAS_D: tl.constexpr, DOT_PREC: tl.constexpr, UPCAST_DOT: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_N: tl.constexpr,
+    R_IN_DX: tl.constexpr = False,
 ):
     """Per (batch, head) x (chunk, block of source rows j): dx_j, x_j . dxr_j and the end-state
-    part of the latter alone."""
+    part of the latter alone. With R_IN_DX also this block's share of the intra-chunk R_i of
+    every later row i (rpart [B, H, T, ROW_BLOCKS], column j-block), at one more dot per tile."""
     # Heads vary fastest across programs: neighbours share B rows and CB tiles in L2.
     pid_bh = tl.program_id(0)
     pid1 = tl.program_id(1)
@@ -83,8 +85,10 @@ def _bwd_dx_kernel(
     acc = acc * tl.exp2(b_cs_last - b_cs_j)[:, None]
     p_xj = ((i_b * T + offs_j[:, None]) * H + i_h) * P + offs_p[None, :]
     mask_jp = mask_j[:, None] & mask_p[None, :]
-    b_x = tl.load(x_ptr + p_xj, mask=mask_jp, other=0.0).to(tl.float32)
+    b_xin = tl.load(x_ptr + p_xj, mask=mask_jp, other=0.0)
+    b_x = b_xin.to(tl.float32)
     tl.store(xv_ptr + pid_bh.to(tl.int64) * T + offs_j, tl.sum(acc * b_x, axis=1), mask=mask_j)
+    b_dt = tl.load(dt_ptr + (i_b * T + offs_j) * H + i_h, mask=mask_j, other=0.0).to(tl.float32)
     p_cb = cb_ptr + ((i_b * NCHUNKS + i_c) * G + i_g) * CHUNK * CHUNK
     n_rows = tl.minimum(CHUNK, T - t_chunk)
     for i in range(i_m, tl.cdiv(n_rows, BLOCK_M)):
@@ -100,9 +104,14 @@ def _bwd_dx_kernel(
                        mask=mask_i[:, None] & mask_j[None, :], other=0.0)
         keep = (cols[None, :] <= rows[:, None]) & mask_i[:, None] & mask_j[None, :]
         seg = tl.where(keep, b_cs_i[:, None] - b_cs_j[None, :], float("-inf"))
-        b_m = tl.where(keep, b_cb * tl.exp2(seg), 0.0)
-        acc += _dot(tl.trans(b_m.to(DT)), b_dy, DOT_PREC, UPCAST_DOT)
-    b_dt = tl.load(dt_ptr + (i_b * T + offs_j) * H + i_h, mask=mask_j, other=0.0).to(tl.float32)
+        b_m = tl.where(keep, b_cb * tl.exp2(seg), 0.0).to(DT)
+        acc += _dot(tl.trans(b_m), b_dy, DOT_PREC, UPCAST_DOT)
+        if R_IN_DX:
+            # W_ij = (dy_i . x_j) M_ij dt_j with M rounded exactly as in the dot above.
+            b_dyx = _dot(b_dy, tl.trans(b_xin.to(DT)), DOT_PREC, UPCAST_DOT)
+            b_w = tl.sum(b_dyx * b_m.to(tl.float32) * b_dt[None, :], axis=1)
+            tl.store(rpart_ptr + (pid_bh.to(tl.int64) * T + offs_i) * ROW_BLOCKS + i_m, b_w,
+                     mask=mask_i)
     b_dx = acc * b_dt[:, None]
     if HAS_D:
         b_dyj = tl.load(dy_ptr + p_xj, mask=mask_jp, other=0.0).to(tl.float32)
@@ -119,10 +128,16 @@ def _bwd_dcb_kernel(
     T, H, P, N, HEADS_PER_GROUP, CHUNK, NCHUNKS, ROW_BLOCKS, NSPLIT, HEADS_PER_PROG,
     DOT_PREC: tl.constexpr, UPCAST_DOT: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr,
+    R_IN_DX: tl.constexpr = False,
 ):
     """Per (batch, group, head split) x (chunk, block of target rows i), over the split's heads:
     the state part of dC_i (partial per split), R_i per head, and dCB_ij for j <= i (partial per
-    split). The head loop is the K loop of a GEMM: one accumulator, heads streamed through it."""
+    split). The head loop is the K loop of a GEMM: one accumulator, heads streamed through it.
+
+    With R_IN_DX the dx kernel supplies R's intra-chunk part, so off the diagonal the decay
+    factors into the operands, exp(cs_i - cs_j) = exp(cs_i - cs_r) exp(cs_r - cs_j) with r the
+    column block's last row (both <= 1): dy_i and dt_j x_j are scaled by [BLOCK_M] vectors and
+    the tile is a plain accumulated dot, with no [BLOCK_M, BLOCK_M] elementwise work per head."""
     pid0 = tl.program_id(0)
     pid1 = tl.program_id(1)
     i_c = pid1 // ROW_BLOCKS
@@ -172,7 +187,9 @@ def _bwd_dcb_kernel(
         offs_j = t_chunk + cols
         mask_j = offs_j < T
         keep = (cols[None, :] <= rows[:, None]) & mask_i[:, None] & mask_j[None, :]
-        b_cb = tl.load(p_cb + rows[:, None] * CHUNK + cols[None, :], mask=keep, other=0.0)
+        if not R_IN_DX:
+            b_cb = tl.load(p_cb + rows[:, None] * CHUNK + cols[None, :], mask=keep, other=0.0)
+        t_r = tl.minimum(t_chunk + (j + 1) * BLOCK_M, T) - 1
         b_tile = tl.zeros([BLOCK_M, BLOCK_M], dtype=tl.float32)
         for hh in range(HEADS_PER_PROG):
             i_h = h0 + hh
@@ -188,16 +205,29 @@ def _bwd_dcb_kernel(
                 x_ptr + ((i_b * T + offs_j[:, None]) * H + i_h) * P + offs_p[None, :],
                 mask=mask_j[:, None] & mask_p[None, :], other=0.0,
             )
-            b_dyx = _dot(b_dy, tl.trans(b_x.to(DT)), DOT_PREC, UPCAST_DOT)
-            seg = tl.where(keep, b_cs_i[:, None] - b_cs_j[None, :], float("-inf"))
-            b_e = tl.exp2(seg)
-            b_dtj = b_dt.to(tl.float32)[None, :]
-            b_tile += b_dyx * b_e * b_dtj
-            # R takes M_ij rounded exactly as `_bwd_dx_kernel` rounds it for its dot: the pairs
-            # that cancel in da then cancel to fp32 rounding, not to the dot dtype's.
-            b_m = (b_cb * b_e).to(DT).to(tl.float32)
-            b_w = tl.sum(b_dyx * b_m * b_dtj, axis=1)
-            b_r += tl.where(offs_hh[:, None] == hh, b_w[None, :], 0.0)
+            if R_IN_DX:
+                if j < i_m:
+                    b_cs_r = tl.load(p_cs + t_r)
+                    b_u = tl.exp2(tl.where(mask_i, b_cs_i - b_cs_r, float("-inf")))
+                    b_v = tl.exp2(b_cs_r - b_cs_j) * b_dt.to(tl.float32)
+                    b_a = (b_dy.to(tl.float32) * b_u[:, None]).to(DT)
+                    b_b = (b_x.to(tl.float32) * b_v[:, None]).to(DT)
+                    b_tile += _dot(b_a, tl.trans(b_b), DOT_PREC, UPCAST_DOT)
+                else:
+                    b_dyx = _dot(b_dy, tl.trans(b_x.to(DT)), DOT_PREC, UPCAST_DOT)
+                    seg = tl.where(keep, b_cs_i[:, None] - b_cs_j[None, :], float("-inf"))
+                    b_tile += b_dyx * tl.exp2(seg) * b_dt.to(tl.float32)[None, :]
+            else:
+                b_dyx = _dot(b_dy, tl.trans(b_x.to(DT)), DOT_PREC, UPCAST_DOT)
+                seg = tl.where(keep, b_cs_i[:, None] - b_cs_j[None, :], float("-inf"))
+                b_e = tl.exp2(seg)
+                b_dtj = b_dt.to(tl.float32)[None, :]
+                b_tile += b_dyx * b_e * b_dtj
+                # R takes M_ij rounded exactly as `_bwd_dx_kernel` rounds it for its dot: the
+                # pairs that cancel in da then cancel to fp32 rounding, not the dot dtype's.
+                b_m = (b_cb * b_e).to(DT).to(tl.float32)
+                b_w = tl.sum(b_dyx * b_m * b_dtj, axis=1)
+                b_r += tl.where(offs_hh[:, None] == hh, b_w[None, :], 0.0)
         tl.store(p_dcb + rows[:, None] * CHUNK + cols[None, :],
                  b_tile.to(dcb_ptr.dtype.element_ty),
                  mask=(rows < CHUNK)[:, None] & (cols < CHUNK)[None, :])
@@ -287,9 +317,10 @@ def _bwd_dbc_kernel(
 
 @triton.jit
 def _bwd_ddt_kernel(
-    dt_ptr, A_ptr, dxr_ptr, xv_ptr, r_ptr, lpart_ptr, ddt_ptr, da_ptr,
-    T, H, CHUNK, NCHUNKS, NLPART,
-    BLOCK_Q: tl.constexpr, BLOCK_L: tl.constexpr,
+    dt_ptr, A_ptr, dxr_ptr, xv_ptr, r_ptr, lpart_ptr, rpart_ptr, ddt_ptr, da_ptr,
+    T, H, CHUNK, NCHUNKS, NLPART, ROW_BLOCKS, ROWS_PER_BLOCK,
+    BLOCK_Q: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_RB: tl.constexpr,
+    R_IN_DX: tl.constexpr = False,
 ):
     """Per (batch, head) x chunk: dcs, its reverse cumsum da, ddt and the chunk's share of dA."""
     pid_bh = tl.program_id(0)
@@ -301,6 +332,12 @@ def _bwd_ddt_kernel(
     mask = (offs < CHUNK) & (offs_t < T)
     base = pid_bh.to(tl.int64) * T
     b_r = tl.load(r_ptr + base + offs_t, mask=mask, other=0.0)
+    if R_IN_DX:
+        # Row t's shares from the column blocks j <= its own block (the others are not written).
+        offs_rb = tl.arange(0, BLOCK_RB)
+        m_rb = mask[:, None] & (offs_rb[None, :] <= (offs // ROWS_PER_BLOCK)[:, None])
+        p_rp = rpart_ptr + (base + offs_t[:, None]) * ROW_BLOCKS + offs_rb[None, :]
+        b_r += tl.sum(tl.load(p_rp, mask=m_rb, other=0.0), axis=1)
     b_xdx = tl.load(dxr_ptr + base + offs_t, mask=mask, other=0.0)
     b_dt = tl.load(dt_ptr + (i_b * T + offs_t) * H + i_h, mask=mask, other=0.0).to(tl.float32)
     offs_l = tl.arange(0, BLOCK_L)

@@ -66,11 +66,12 @@ def _chunk_state_kernel(
     offs_n = tl.arange(0, BLOCK_N)
     mask_p = offs_p < P
     mask_n = offs_n < N
-    t_start = i_c * CHUNK
     if PER_CHANNEL:
         b_run = tl.zeros([BLOCK_N], dtype=tl.float32)
     else:
         b_a = tl.load(A_ptr + i_h).to(tl.float32) * 1.4426950408889634
+    t_start = i_c * CHUNK
+    if not PER_CHANNEL:
         b_run = b_a * 0.0
     b_S = tl.zeros([BLOCK_P, BLOCK_N], dtype=tl.float32)
     for k0 in range(0, CHUNK, BLOCK_K):
@@ -90,40 +91,41 @@ def _chunk_state_kernel(
             if not REVERSE:
                 tl.store(cs_ptr + pid_bh.to(tl.int64) * T + offs_t, b_cs, mask=mask_t)
             b_new = b_run + tl.sum(b_dt * b_a, axis=0)
-        if COMPUTE_STATE and PER_CHANNEL:
-            b_x = tl.load(
-                x_ptr + ((i_b * T + offs_t[:, None]) * H + i_h) * P + offs_p[None, :],
-                mask=mask_t[:, None] & mask_p[None, :], other=0.0,
-            )
-            b_B = tl.load(
-                B_ptr + ((i_b * T + offs_t[:, None]) * G + i_g) * N + offs_n[None, :],
-                mask=m_tn, other=0.0,
-            )
-            # The weight differs per channel, so it goes on B; exponents <= 0 as below.
-            b_w = b_dt[:, None] * tl.exp2(b_new[None, :] - b_cs)
-            b_Bw = (b_B.to(tl.float32) * b_w).to(b_x.dtype)
-            b_S = b_S * tl.exp2(b_new - b_run)[None, :]
-            b_S += _dot(tl.trans(b_x), b_Bw, DOT_PREC, UPCAST_DOT)
-        if COMPUTE_STATE and not PER_CHANNEL:
-            # Forward: a block-level recurrence keeps every exponent <= 0 (S <- exp(block decay)
-            # S + input). Backward: the dH weights exp(cs_i) are <= 1 already, no rescaling.
-            b_w = tl.exp2(b_cs) if REVERSE else b_dt * tl.exp2(b_new - b_cs)
-            b_x = tl.load(
-                x_ptr + ((i_b * T + offs_t[:, None]) * H + i_h) * P + offs_p[None, :],
-                mask=mask_t[:, None] & mask_p[None, :], other=0.0,
-            )
-            b_B = tl.load(
-                B_ptr + ((i_b * T + offs_t[:, None]) * G + i_g) * N + offs_n[None, :],
-                mask=mask_t[:, None] & mask_n[None, :], other=0.0,
-            )
-            # Weight x (P wide) rather than B (N wide); B goes to the dot as loaded.
-            b_xw = (b_x.to(tl.float32) * b_w[:, None]).to(b_x.dtype)
-            if REVERSE:
-                b_S += _dot(tl.trans(b_xw), b_B.to(b_x.dtype), DOT_PREC, UPCAST_DOT)
-            else:
-                b_S = b_S * tl.exp2(b_new - b_run) + _dot(
-                    tl.trans(b_xw), b_B, DOT_PREC, UPCAST_DOT
+        if COMPUTE_STATE:
+            if PER_CHANNEL:
+                b_x = tl.load(
+                    x_ptr + ((i_b * T + offs_t[:, None]) * H + i_h) * P + offs_p[None, :],
+                    mask=mask_t[:, None] & mask_p[None, :], other=0.0,
                 )
+                b_B = tl.load(
+                    B_ptr + ((i_b * T + offs_t[:, None]) * G + i_g) * N + offs_n[None, :],
+                    mask=m_tn, other=0.0,
+                )
+                # The weight differs per channel, so it goes on B; exponents <= 0 as below.
+                b_w = b_dt[:, None] * tl.exp2(b_new[None, :] - b_cs)
+                b_Bw = (b_B.to(tl.float32) * b_w).to(b_x.dtype)
+                b_S = b_S * tl.exp2(b_new - b_run)[None, :]
+                b_S += _dot(tl.trans(b_x), b_Bw, DOT_PREC, UPCAST_DOT)
+            else:
+                # Forward: a block-level recurrence keeps every exponent <= 0 (S <- exp(block decay)
+                # S + input). Backward: the dH weights exp(cs_i) are <= 1 already, no rescaling.
+                b_w = tl.exp2(b_cs) if REVERSE else b_dt * tl.exp2(b_new - b_cs)
+                b_x = tl.load(
+                    x_ptr + ((i_b * T + offs_t[:, None]) * H + i_h) * P + offs_p[None, :],
+                    mask=mask_t[:, None] & mask_p[None, :], other=0.0,
+                )
+                b_B = tl.load(
+                    B_ptr + ((i_b * T + offs_t[:, None]) * G + i_g) * N + offs_n[None, :],
+                    mask=mask_t[:, None] & mask_n[None, :], other=0.0,
+                )
+                # Weight x (P wide) rather than B (N wide); B goes to the dot as loaded.
+                b_xw = (b_x.to(tl.float32) * b_w[:, None]).to(b_x.dtype)
+                if REVERSE:
+                    b_S += _dot(tl.trans(b_xw), b_B.to(b_x.dtype), DOT_PREC, UPCAST_DOT)
+                else:
+                    b_S = b_S * tl.exp2(b_new - b_run) + _dot(
+                        tl.trans(b_xw), b_B, DOT_PREC, UPCAST_DOT
+                    )
         b_run = b_new
     if COMPUTE_STATE:
         p_S = (
@@ -137,12 +139,12 @@ def _chunk_state_kernel(
 def _last_decay(cs_ptr, p_cs, i_b, i_h, offs, mask, c, T, H, N, CHUNK,
                 PER_CHANNEL: tl.constexpr):
     """log2 of chunk c's total decay: a scalar, or per state element (its channel offs % N)."""
-    t_last = tl.minimum((c + 1) * CHUNK, T) - 1
     if PER_CHANNEL:
+        t_last = tl.minimum((c + 1) * CHUNK, T) - 1
         return tl.load(cs_ptr + ((i_b * T + t_last) * H + i_h) * N + offs % N, mask=mask,
                        other=0.0)
     else:
-        return tl.load(p_cs + t_last)
+        return tl.load(p_cs + tl.minimum((c + 1) * CHUNK, T) - 1)
 
 
 @triton.jit
@@ -233,7 +235,7 @@ def _chunk_bmm_kernel(
 def _pc_scores(
     b_C, b_gcs_i, mask_i, gcs_ptr, B_ptr, x_ptr, i_b, i_h, i_g, j, i_m, t_chunk, offs_m, offs_n,
     mask_n, T, H, G, N, DOT_PREC: tl.constexpr, UPCAST_DOT: tl.constexpr,
-    BLOCK_M: tl.constexpr, SUB_M: tl.constexpr,
+    BLOCK_M: tl.constexpr, SUB_M: tl.constexpr, SPREAD_MAX: tl.constexpr,
 ):
     """Per-channel scores S_ij = sum_n C_in B_jn exp(G_in - G_jn) for row block i_m, column
     block j (b_C float32 [BLOCK_M, N], b_gcs_i = G of the rows, log2 units).
@@ -241,10 +243,11 @@ def _pc_scores(
     Both tiles are rescaled against the last row r of column block j, C_i exp(G_i - G_r) and
     B_j exp(G_r - G_j), and multiplied on tensor cores. Off the diagonal (i > r >= j) both
     exponents are <= 0. On the diagonal block the C exponent reaches the block's whole decay and
-    the B exponent its negative, past the float range once that exceeds ~2^100; such a block is
-    recomputed in SUB_M-column slices, each against its own last row (rows before the slice are
-    causally out and zeroed), so only a SUB_M-step decay beyond 2^100 could overflow. The tiles
-    go to the dot in x's dtype."""
+    the B exponent its negative, past the float range once that exceeds 2^SPREAD_MAX (100 for
+    bf16 / fp32 tiles, 10 for fp16, whose range ends at 2^16); such a block is recomputed in
+    SUB_M-column slices, each against its own last row (rows before the slice are causally out
+    and zeroed), so only a SUB_M-step decay beyond that could overflow. The tiles go to the dot
+    in x's dtype."""
     DT = x_ptr.dtype.element_ty
     offs_j = t_chunk + j * BLOCK_M + offs_m
     mask_j = offs_j < T
@@ -257,7 +260,7 @@ def _pc_scores(
     t_ref = tl.minimum(t_chunk + j * BLOCK_M + BLOCK_M, T) - 1
     b_ref = tl.load(gcs_ptr + ((i_b * T + t_ref) * H + i_h) * N + offs_n, mask=mask_n, other=0.0)
     spread = tl.max(tl.max(tl.where(m_in, b_gcs_i - b_ref[None, :], 0.0), axis=1), axis=0)
-    if (j == i_m) & (spread > 100.0):
+    if (j == i_m) & (spread > SPREAD_MAX):
         b_s = tl.zeros([BLOCK_M, BLOCK_M], dtype=tl.float32)
         for sb in tl.static_range(BLOCK_M // SUB_M):
             t_r = tl.minimum(t_chunk + j * BLOCK_M + (sb + 1) * SUB_M, T) - 1
@@ -285,7 +288,7 @@ def _chunk_scan_kernel(
     HAS_STATE: tl.constexpr, HAS_CB: tl.constexpr, HAS_D: tl.constexpr,
     DOT_PREC: tl.constexpr, UPCAST_DOT: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_N: tl.constexpr,
-    PER_CHANNEL: tl.constexpr = False, SUB_M: tl.constexpr = 16,
+    PER_CHANNEL: tl.constexpr = False, SUB_M: tl.constexpr = 16, SPREAD_MAX: tl.constexpr = 100.0,
 ):
     """y per row block; with PER_CHANNEL, cs_ptr is G [B, T, H, N] and scores come from
     `_pc_scores` (HAS_CB is then ignored)."""
@@ -307,6 +310,8 @@ def _chunk_scan_kernel(
     offs_i = t_chunk + i_m * BLOCK_M + offs_m
     mask_i = (i_m * BLOCK_M + offs_m < CHUNK) & (offs_i < T)
     p_cs = cs_ptr + pid_bh.to(tl.int64) * T
+    if not PER_CHANNEL:
+        b_cs_i = tl.load(p_cs + offs_i, mask=mask_i, other=0.0)
     b_C = tl.load(
         C_ptr + ((i_b * T + offs_i[:, None]) * G + i_g) * N + offs_n[None, :],
         mask=mask_i[:, None] & mask_n[None, :], other=0.0,
@@ -316,8 +321,6 @@ def _chunk_scan_kernel(
         p_gi = cs_ptr + ((i_b * T + offs_i[:, None]) * H + i_h) * N + offs_n[None, :]
         b_gcs_i = tl.load(p_gi, mask=mask_i[:, None] & mask_n[None, :], other=0.0)
         b_C = b_C.to(tl.float32)
-    else:
-        b_cs_i = tl.load(p_cs + offs_i, mask=mask_i, other=0.0)
     acc = tl.zeros([BLOCK_M, BLOCK_P], dtype=tl.float32)
     if HAS_STATE:
         p_h = (
@@ -339,11 +342,13 @@ def _chunk_scan_kernel(
             mask=mask_j[:, None] & mask_p[None, :], other=0.0,
         )
         b_dt = tl.load(dt_ptr + (i_b * T + offs_j) * H + i_h, mask=mask_j, other=0.0)
-        keep = (j * BLOCK_M + offs_m[None, :] <= i_m * BLOCK_M + offs_m[:, None]) & mask_j[None, :]
         if PER_CHANNEL:
+            keep = (j * BLOCK_M + offs_m[None, :] <= i_m * BLOCK_M + offs_m[:, None])
+            keep = keep & mask_j[None, :]
             b_s = _pc_scores(
                 b_C, b_gcs_i, mask_i, cs_ptr, B_ptr, x_ptr, i_b, i_h, i_g, j, i_m, t_chunk,
                 offs_m, offs_n, mask_n, T, H, G, N, DOT_PREC, UPCAST_DOT, BLOCK_M, SUB_M,
+                SPREAD_MAX,
             )
             b_s = tl.where(keep, b_s * b_dt.to(tl.float32)[None, :], 0.0)
         else:
@@ -361,6 +366,8 @@ def _chunk_scan_kernel(
                 )
                 b_s = _dot(b_C, tl.trans(b_B), DOT_PREC, UPCAST_DOT)
             # Causal inside the diagonal block; the -inf exponent also keeps exp2 from overflowing.
+            keep = (j * BLOCK_M + offs_m[None, :] <= i_m * BLOCK_M + offs_m[:, None])
+            keep = keep & mask_j[None, :]
             seg = tl.where(keep, b_cs_i[:, None] - b_cs_j[None, :], float("-inf"))
             b_s = b_s * tl.exp2(seg) * b_dt.to(tl.float32)[None, :]
         acc += _dot(b_s.to(b_x.dtype), b_x, DOT_PREC, UPCAST_DOT)

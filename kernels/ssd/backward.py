@@ -44,11 +44,15 @@ class BwdConfig:
     num_warps: int = 4
     num_stages: int = 2
     head_split: int | None = None
+    # R's intra-chunk part in the dx kernel (one more dot per tile there) so that the dCB kernel
+    # runs its off-diagonal tiles as plain dots with the decay folded into the operands.
+    r_in_dx: bool = False
 
 
 # Named forward+backward configurations for a GPU sweep (bench/kernels_ssd_bwd.py). Each maps to
-# `ssd_chunked_fn` keywords; every one is plain tl.dot tiling (no TMA, no warp specialisation), so
-# all run on Ampere / Ada as well as on Hopper.
+# `ssd_chunked_fn` keywords; every one is plain tl.dot tiling (no TMA, no warp specialisation) and
+# compiles for sm_80 / sm_89 too; only q256_bm128_w8 needs more shared memory (112.5 KB in the dx
+# kernel) than an Ada GPU gives one block.
 VARIANTS: dict[str, dict[str, Any]] = {
     # Hopper default: the forward's best chunk (256) and tiles, backward 64-row blocks, 4 warps.
     "q256": {"chunk_size": 256},
@@ -63,6 +67,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "q256_split4": {"chunk_size": 256, "bwd": BwdConfig(head_split=4)},
     # Backward with 8 warps at 64-row blocks.
     "q256_w8": {"chunk_size": 256, "bwd": BwdConfig(num_warps=8)},
+    # R in the dx kernel: +1 dot per tile there, no [64, 64] elementwise work per head in dCB.
+    "q256_rdx": {"chunk_size": 256, "bwd": BwdConfig(r_in_dx=True)},
+    "q256_rdx_w8": {"chunk_size": 256, "bwd": BwdConfig(r_in_dx=True, num_warps=8)},
 }
 
 
@@ -138,12 +145,13 @@ def ssd_chunked_backward(
     dxr = _buffer((s.batch, s.heads, s.steps), f32, dev)
     xv = _buffer((s.batch, s.heads, s.steps), f32, dev)
     dd_part = _buffer((bh, nchunks * row_blocks), f32, dev)
+    rpart = _buffer((s.batch, s.heads, s.steps, row_blocks) if cfg.r_in_dx else (1,), f32, dev)
     _bwd_dx_kernel[(bh, nchunks * row_blocks)](
         x, dt, Bm, Dskip if Dskip is not None else A, cs, ds, cb, dy,
-        dx, dxr, xv, dd_part,
+        dx, dxr, xv, dd_part, rpart,
         s.steps, s.heads, s.headdim, s.dstate, hpg, chunk_size, nchunks, row_blocks,
         HAS_D=Dskip is not None, DOT_PREC=prec, UPCAST_DOT=upcast,
-        BLOCK_M=bm, BLOCK_P=bp, BLOCK_N=bn, **tune,
+        BLOCK_M=bm, BLOCK_P=bp, BLOCK_N=bn, R_IN_DX=cfg.r_in_dx, **tune,
     )
 
     split = _head_split(cfg.head_split, hpg, s.batch * s.groups * nchunks * row_blocks)
@@ -156,8 +164,8 @@ def ssd_chunked_backward(
         x, dt, Cm, cs, start_states, cb, dy,
         dcb, dcp, r,
         s.steps, s.heads, s.headdim, s.dstate, hpg, chunk_size, nchunks, row_blocks, split, hpp,
-        DOT_PREC=prec, UPCAST_DOT=upcast,
-        BLOCK_M=bm, BLOCK_P=bp, BLOCK_N=bn, BLOCK_H=triton.next_power_of_2(hpp), **tune,
+        DOT_PREC=prec, UPCAST_DOT=upcast, BLOCK_M=bm, BLOCK_P=bp, BLOCK_N=bn,
+        BLOCK_H=triton.next_power_of_2(hpp), R_IN_DX=cfg.r_in_dx, **tune,
     )
     dB = _buffer(Bm.shape, Bm.dtype, dev)
     dC = _buffer(Cm.shape, Cm.dtype, dev)
@@ -172,9 +180,10 @@ def ssd_chunked_backward(
     ddt = _buffer(dt.shape, dt.dtype, dev)
     da_part = _buffer((s.batch, s.heads, nchunks), f32, dev)
     _bwd_ddt_kernel[(bh, nchunks)](
-        dt, A, dxr, xv, r, lpart, ddt, da_part,
-        s.steps, s.heads, chunk_size, nchunks, n_sp,
-        BLOCK_Q=chunk_size, BLOCK_L=triton.next_power_of_2(n_sp), num_warps=4,
+        dt, A, dxr, xv, r, lpart, rpart, ddt, da_part,
+        s.steps, s.heads, chunk_size, nchunks, n_sp, row_blocks, bm,
+        BLOCK_Q=chunk_size, BLOCK_L=triton.next_power_of_2(n_sp),
+        BLOCK_RB=triton.next_power_of_2(row_blocks), R_IN_DX=cfg.r_in_dx, num_warps=4,
     )
     dA = da_part.sum(dim=(0, 2))
     dD = dd_part.view(s.batch, s.heads, -1).sum(dim=(0, 2)) if Dskip is not None else None

@@ -148,6 +148,7 @@ def chunked_run(
             s.steps, s.heads, s.headdim, s.dstate, hpg, chunk_size, nchunks, row_blocks,
             HAS_STATE=True, HAS_CB=not per_channel, HAS_D=Dskip is not None, DOT_PREC=prec,
             UPCAST_DOT=upcast, BLOCK_M=bm, BLOCK_P=bp, BLOCK_N=bn, PER_CHANNEL=per_channel,
+            SPREAD_MAX=10.0 if x.dtype == torch.float16 else 100.0,
             num_warps=num_warps, num_stages=num_stages,
         )
 

@@ -20,6 +20,8 @@ GRAD_BOUND = {torch.float32: 5e-5, torch.bfloat16: 3e-2}
 NAMES = ("x", "dt", "A", "Bm", "Cm", "Dskip")
 # T = 37: not a multiple of any chunk, so the last chunk is partial.
 BWD_SHAPE = SHAPE | {"steps": 37}
+# For the tests of plumbing rather than numerics: fewer programs for the interpreter to run.
+SMALL = {"batch": 1, "steps": 20, "heads": 2, "headdim": 5, "groups": 1, "dstate": 7}
 
 
 @pytest.fixture
@@ -69,17 +71,18 @@ def _assert_close(got, want, bound):
 
 
 @pytest.mark.parametrize(
-    ("chunk", "block_m", "head_split"),
-    [(16, 64, None), (32, 16, 1), (32, 16, 2)],
-    ids=["chunk16", "chunk32-blocks16-split1", "chunk32-blocks16-split2"],
+    ("chunk", "fwd_block", "bwd_block", "head_split", "r_in_dx"),
+    [(16, 64, 64, None, False), (32, 16, 16, 1, True), (32, 64, 16, 2, False)],
+    ids=["chunk16", "chunk32-blocks16-split1-r_in_dx", "chunk32-fwd32-bwd16-split2"],
 )
-def test_fp32_gradients_match_autograd_through_reference(poisoned, device, chunk, block_m,
-                                                         head_split):
+def test_fp32_gradients_match_autograd_through_reference(poisoned, device, chunk, fwd_block,
+                                                         bwd_block, head_split, r_in_dx):
     args = _inputs(device, BWD_SHAPE)
     dy = torch.randn_like(args[0])
-    cfg = poisoned.BwdConfig(block_m=block_m, head_split=head_split)
+    cfg = poisoned.BwdConfig(block_m=bwd_block, head_split=head_split, r_in_dx=r_in_dx)
     y, grads = _kernel_grads(
-        lambda *a: poisoned.ssd_chunked_fn(*a, chunk_size=chunk, block_m=block_m, bwd=cfg), args, dy
+        lambda *a: poisoned.ssd_chunked_fn(*a, chunk_size=chunk, block_m=fwd_block, bwd=cfg),
+        args, dy,
     )
     y_ref, want = _reference_grads(args, dy)
     assert rel(y, y_ref) < 1e-5
@@ -87,11 +90,15 @@ def test_fp32_gradients_match_autograd_through_reference(poisoned, device, chunk
     assert grads[1].dtype == torch.float32 and grads[2].dtype == torch.float32
 
 
-def test_bf16_gradients_match_reference(poisoned, device):
+@pytest.mark.parametrize("r_in_dx", [False, True])
+def test_bf16_gradients_match_reference(poisoned, device, r_in_dx):
     args = _inputs(device, BWD_SHAPE | {"headdim": 17, "dstate": 9, "groups": 1},
                    dtype=torch.bfloat16)
     dy = torch.randn_like(args[0])
-    _, grads = _kernel_grads(lambda *a: poisoned.ssd_chunked_fn(*a, chunk_size=32), args, dy)
+    cfg = poisoned.BwdConfig(block_m=16, r_in_dx=r_in_dx)
+    _, grads = _kernel_grads(
+        lambda *a: poisoned.ssd_chunked_fn(*a, chunk_size=32, bwd=cfg), args, dy
+    )
     _, want = _reference_grads(args, dy)
     _assert_close(grads, want, GRAD_BOUND[torch.bfloat16])
     assert [g.dtype for g in grads] == [t.dtype for t in args]
@@ -100,7 +107,7 @@ def test_bf16_gradients_match_reference(poisoned, device):
 def test_ssd_chunked_is_differentiable_only_when_asked(kernels, device):
     from flopkb_kernels.ssd.chunked import ssd_chunked
 
-    args = _inputs(device, BWD_SHAPE, with_d=False)[:5]
+    args = _inputs(device, SMALL, with_d=False)[:5]
     dy = torch.randn_like(args[0])
     plain = ssd_chunked(*args, chunk_size=16)
     assert plain.grad_fn is None
@@ -116,7 +123,7 @@ def test_ssd_chunked_is_differentiable_only_when_asked(kernels, device):
 def test_only_requested_gradients_are_returned(kernels, device):
     from flopkb_kernels.ssd.backward import ssd_chunked_fn
 
-    x, dt, A, Bm, Cm, Dskip = _inputs(device, BWD_SHAPE)
+    x, dt, A, Bm, Cm, Dskip = _inputs(device, SMALL)
     x.requires_grad_()
     ssd_chunked_fn(x, dt, A, Bm, Cm, Dskip, chunk_size=16).sum().backward()
     assert x.grad is not None and not torch.isnan(x.grad).any()
@@ -170,13 +177,13 @@ def test_saved_bytes_is_what_the_autograd_function_keeps(kernels, device):
     from flopkb_kernels.ssd import cost
     from flopkb_kernels.ssd.backward import ssd_chunked_fn
 
-    args = [t.requires_grad_() for t in _inputs(device, BWD_SHAPE)]
+    args = [t.requires_grad_() for t in _inputs(device, SMALL | {"groups": 2})]
     y = ssd_chunked_fn(*args, chunk_size=16)
     saved = y.grad_fn.saved_tensors
     inputs = {id(t) for t in args}
     extra = sum(t.numel() * t.element_size() for t in saved if id(t) not in inputs)
-    b, t, h, p, g, n = (BWD_SHAPE[k] for k in ("batch", "steps", "heads", "headdim", "groups",
-                                                 "dstate"))
+    b, t, h, p, n = (SMALL[k] for k in ("batch", "steps", "heads", "headdim", "dstate"))
+    g = 2
     assert extra == cost.saved_bytes(b, t, h, p, n, 16, groups=g, x_bytes=4)
 
 

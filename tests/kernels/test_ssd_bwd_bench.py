@@ -67,6 +67,21 @@ def test_smoke_run_checks_times_and_records_absent_peers(bench, tmp_path, monkey
     assert shape["ratios"]["fwd"]["ours_over_fla"] > 0
     assert shape["ratios"]["bwd"]["ours_over_fla"] is None
     assert shape["cost"]["ours:q128"]["flops_bwd"] == 2 * shape["cost"]["ours:q128"]["flops_fwd"]
+    # No measured ceilings on the CPU, so no roofline fractions.
+    assert data["ceilings"] is None and "roofline" not in ours
+
+
+def test_roofline_fraction_per_pass(bench):
+    costs = {"flops_fwd": 2e12, "flops_bwd": 4e12, "bytes_fwd": 1e9, "bytes_bwd": 1e12}
+    timing = {"fwd": {"median_ms": 4.0}, "bwd": {"median_ms": 500.0}}
+    ceil = {"bf16_matmul_tflops": 1000.0, "copy_gbps": 4000.0}
+    got = bench.roofline(costs, timing, ceil)
+    # fwd: the FLOP floor (2 ms) beats the byte floor (0.25 ms); bwd: bytes (250 ms) beat 4 ms.
+    assert got["fwd"]["floor_ms"] == pytest.approx(2.0)
+    assert got["fwd"]["frac_roofline"] == pytest.approx(0.5)
+    assert got["bwd"]["floor_ms"] == pytest.approx(250.0)
+    assert got["bwd"]["tflops"] == pytest.approx(8.0)
+    assert set(got) == {"fwd", "bwd"}
 
 
 def test_unknown_variant_is_a_usage_error(bench, tmp_path):

@@ -73,3 +73,16 @@ def test_per_channel_strong_decay_does_not_overflow(kernels, device, chunk):
     y = ssd_chunked_per_channel(x, dt, g, Bm, Cm, chunk_size=chunk,
                                 out=torch.full_like(x, float("nan")))
     assert rel(y, _pc_ref64(x, dt, g, Bm, Cm)) < BOUND[torch.float32]
+
+
+def test_per_channel_fp16_decay_past_its_range(kernels, device):
+    # fp16 tiles end at 2^16: a 32-row block decaying by ~e^-16 per channel already needs the
+    # sliced diagonal in half precision.
+    from flopkb_kernels.ssd.per_channel import ssd_chunked_per_channel
+
+    x, dt, _, Bm, Cm = ssd_inputs(device, **SHAPE, dtype=torch.float16)
+    g = -torch.rand(*dt.shape, SHAPE["dstate"], device=device) * 0.3
+    g[..., :2] = -0.5 - 0.2 * torch.rand(*dt.shape, 2, device=device)
+    y = ssd_chunked_per_channel(x, dt, g, Bm, Cm, chunk_size=32,
+                                out=torch.full_like(x, float("nan")))
+    assert rel(y, _pc_ref64(x, dt, g, Bm, Cm)) < BOUND[torch.bfloat16]
