@@ -269,13 +269,15 @@ def extract_record(kb: KnowledgeBase, load_findings: list[Finding], record_id: s
     is read again from its file (the safe loader, no model), so its prose is still proposed from
     and its problems are reported; NotAClassRecord when no file defines a class record of that id.
     """
-    record = kb.classes.get(record_id)
+    # a record checked from its parts that parsed (load.salvage) is read as written, like one
+    # that failed: its dropped rows still count as quoted
+    record = kb.classes.get(record_id) if record_id not in kb.partial else None
     if record is not None:
         file = kb.file_of(record_id)
         prose = record.prose
         rows = [(r.id, r.effect) for r in record.flop.hardware_parameters]
-    elif record_id in kb.unloaded:
-        file = kb.unloaded[record_id]
+    elif record_id in kb.unloaded or record_id in kb.partial:
+        file = kb.unloaded.get(record_id) or kb.partial[record_id]
         doc = read_document(Path(file), file, kb.limits)
         data = doc.data or {}
         if data and data.get("kind") not in ("operator", "model", None):

@@ -49,6 +49,8 @@ class KnowledgeBase:
     files: dict[str, Path] = field(default_factory=dict)
     displays: dict[str, str] = field(default_factory=dict)
     unloaded: dict[str, str] = field(default_factory=dict)
+    # records checked from the parts that parsed (load.salvage): id -> file; they have findings
+    partial: dict[str, str] = field(default_factory=dict)
     duplicates: list[tuple[str, str, str]] = field(default_factory=list)
     limits: Limits = field(default_factory=Limits)
     _nodes: dict[str, Node | None] = field(default_factory=dict, repr=False)
@@ -224,6 +226,17 @@ def _add(kb: KnowledgeBase, doc: Document, findings: list[Finding]) -> None:
         if isinstance(doc.data.get("id"), str):
             kb.unloaded.setdefault(doc.data["id"], display)
         return
+    if problems:
+        kb.partial[record.id] = display
+    if problems and isinstance(record, ClassRecord):
+        # claim rows dropped by salvage: evidence naming them is not reported again
+        kept = {row.id for row in record.flop.hardware_parameters}
+        flop = doc.data.get("flop")
+        rows = flop.get("hardware_parameters") if isinstance(flop, dict) else None
+        for row in rows if isinstance(rows, list) else []:
+            row_id = row.get("id") if isinstance(row, dict) else None
+            if isinstance(row_id, str) and row_id not in kept:
+                kb.unloaded.setdefault(f"{record.id}/{row_id}", display)
     if record.id in kb.records:
         kb.duplicates.append((record.id, kb.displays[record.id], display))
         return

@@ -1,18 +1,24 @@
-"""Findings -> text for people, JSON for scripts, GitHub workflow annotations for CI."""
+"""Findings -> text for people, JSON for scripts, GitHub workflow annotations and SARIF for CI."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
 
-from flopkb.findings import Finding
+from flopkb.findings import Finding, Severity
 from flopkb.validate import ValidationResult
+
+# the words people and tools (editors' problem matchers, SARIF) use for the three severities
+LEVEL = {Severity.error: "error", Severity.warning: "warning", Severity.info: "note"}
 
 
 def text_line(f: Finding) -> str:
-    """`file:line:col: CODE [record] message (hint: ...)`."""
+    """`file:line:col: SEVERITY: CODE [record] message (hint: ...)`, severity error|warning|note."""
     record = f" [{f.record}]" if f.record else ""
     hint = f" (hint: {f.hint})" if f.hint else ""
-    return f"{f.file}:{f.line}:{f.column}: {f.rule}{record} {f.message}{hint}"
+    return f"{f.file}:{f.line}:{f.column}: {LEVEL[f.severity]}: {f.rule}{record} {f.message}{hint}"
 
 
 def format_text(result: ValidationResult) -> str:
@@ -57,7 +63,71 @@ def format_github(result: ValidationResult) -> str:
     return "".join(github_line(f) + "\n" for f in result.findings)
 
 
-FORMATTERS = {"text": format_text, "json": format_json, "github": format_github}
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+def _uri(file: str) -> str:
+    """An artifact URI: a relative path stays relative (GitHub resolves it against the checkout)."""
+    path = Path(file)
+    return path.as_uri() if path.is_absolute() else quote(path.as_posix())
+
+
+def sarif(result: ValidationResult) -> dict[str, Any]:
+    """SARIF 2.1.0: one run, every rule of flopkb described once, one result per finding."""
+    from flopkb import __version__
+    from flopkb.check import load_checks
+    from flopkb.check.base import RULES
+
+    load_checks()
+    codes = sorted(RULES)
+    index = {code: i for i, code in enumerate(codes)}
+    rules = [
+        {
+            "id": code,
+            "shortDescription": {"text": RULES[code].summary},
+            "defaultConfiguration": {"level": LEVEL[RULES[code].severity]},
+        }
+        for code in codes
+    ]
+    results = []
+    for f in result.findings:
+        location: dict[str, Any] = {"artifactLocation": {"uri": _uri(f.file) if f.file else "."}}
+        if f.line:
+            location["region"] = {"startLine": f.line, "startColumn": max(f.column, 1)}
+        text = (f"[{f.record}] " if f.record else "") + f.message
+        entry: dict[str, Any] = {
+            "ruleId": f.rule,
+            "level": LEVEL[f.severity],
+            "message": {"text": text + (f" (hint: {f.hint})" if f.hint else "")},
+            "locations": [{"physicalLocation": location}],
+        }
+        if f.rule in index:
+            entry["ruleIndex"] = index[f.rule]
+        results.append(entry)
+    run: dict[str, Any] = {
+        "tool": {
+            "driver": {
+                "name": "flopkb",
+                "version": __version__,
+                "rules": rules,
+            }
+        },
+        "results": results,
+        "properties": {"kb": result.kb, "ok": result.ok, "records": result.records},
+    }
+    return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
+
+
+def format_sarif(result: ValidationResult) -> str:
+    return json.dumps(sarif(result), indent=2) + "\n"
+
+
+FORMATTERS = {
+    "text": format_text,
+    "json": format_json,
+    "github": format_github,
+    "sarif": format_sarif,
+}
 
 
 def rules_markdown() -> str:

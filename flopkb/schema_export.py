@@ -3,18 +3,29 @@
 `schema/record.schema.json` accepts any record (one of the kinds, told apart by `kind`);
 `schema/<kind>.schema.json` holds one kind each. The committed files must equal what
 `generate()` returns (a test says so); `flopkb schema export` rewrites them.
+
+The schema says what the validator says (a test runs a corpus through both):
+- `schema_version` is one of the versions the validator accepts, and a version 1 class record
+  carries no claim rows (FKB128, FKB129);
+- dates are the strings YAML 1.2 core gives, with the patterns the models check;
+- the union picks its branch by `kind` with `if`/`then` (no `discriminator`, which is not a JSON
+  Schema keyword and which ajv's strict mode refuses), so errors name the fields of one kind.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
-from typing import Annotated, Any
-
-from pydantic import Field, TypeAdapter
+from typing import Any
 
 from flopkb.atomic import atomic_write_text, check_folder, check_target
-from flopkb.model import CURRENT_SCHEMA_VERSION, MODEL_BY_KIND, ClassRecord, Record
+from flopkb.model import (
+    ACCEPTED_SCHEMA_VERSIONS,
+    CURRENT_SCHEMA_VERSION,
+    MODEL_BY_KIND,
+    ClassRecord,
+)
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -35,17 +46,67 @@ def _finish(schema: dict[str, Any], title: str) -> dict[str, Any]:
     }
 
 
+def _as_validated(schema: dict[str, Any], model: type) -> dict[str, Any]:
+    """One kind's schema, with what the validator adds to the pydantic model's own schema."""
+    schema["properties"]["schema_version"]["enum"] = sorted(ACCEPTED_SCHEMA_VERSIONS)
+    if model is ClassRecord:
+        # FKB129: claim rows came with version 2
+        schema["if"] = {
+            "type": "object",
+            "properties": {"schema_version": {"const": 1}},
+            "required": ["schema_version"],
+        }
+        schema["then"] = {
+            "properties": {
+                "flop": {
+                    "type": "object",
+                    "properties": {"hardware_parameters": {"type": "array", "maxItems": 0}},
+                }
+            }
+        }
+    return schema
+
+
+def _kind_schema(model: type) -> dict[str, Any]:
+    return _as_validated(model.model_json_schema(mode="validation"), model)
+
+
+def _union() -> dict[str, Any]:
+    """Any record: `kind` names one of the kinds, and `if kind is K then` K's schema applies."""
+    defs: dict[str, Any] = {}
+    branches = []
+    kinds = []
+    for model in PER_KIND.values():
+        schema = _kind_schema(model)
+        defs.update(schema.pop("$defs", {}))
+        defs[model.__name__] = schema
+        names = [k.value for k, m in MODEL_BY_KIND.items() if m is model]
+        kinds += names
+        branches.append(
+            {
+                "if": {
+                    "type": "object",
+                    "properties": {"kind": {"enum": names}},
+                    "required": ["kind"],
+                },
+                "then": {"$ref": f"#/$defs/{model.__name__}"},
+            }
+        )
+    return {
+        "type": "object",
+        "properties": {"kind": {"enum": kinds, "description": "the record kind; picks the schema"}},
+        "required": ["kind"],
+        "allOf": branches,
+        "$defs": dict(sorted(defs.items())),
+    }
+
+
 def generate() -> dict[str, str]:
     """File name -> file text of every schema file (stable key order, trailing newline)."""
     out: dict[str, dict[str, Any]] = {}
-    union = Annotated[Record, Field(discriminator="kind")]
-    out["record.schema.json"] = _finish(
-        TypeAdapter(union).json_schema(mode="validation"), "flopkb record (any kind)"
-    )
+    out["record.schema.json"] = _finish(_union(), "flopkb record (any kind)")
     for name, model in PER_KIND.items():
-        out[f"{name}.schema.json"] = _finish(
-            model.model_json_schema(mode="validation"), f"flopkb {name} record"
-        )
+        out[f"{name}.schema.json"] = _finish(_kind_schema(model), f"flopkb {name} record")
     return {
         name: json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
         for name, schema in out.items()
@@ -79,3 +140,17 @@ def drift(folder: Path) -> list[str]:
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
             stale.append(name)
     return stale
+
+
+HEADER_PREFIX = "# yaml-language-server: $schema="
+
+
+def schema_header(record_file: Path) -> str:
+    """The first line that lets editors check a record: the `$schema` of the nearest
+    `schema/record.schema.json` above the file, as a relative path; "" when there is none."""
+    folder = record_file.resolve().parent
+    for parent in [folder, *folder.parents]:
+        schema = parent / "schema" / "record.schema.json"
+        if schema.is_file():
+            return f"{HEADER_PREFIX}{Path(os.path.relpath(schema, folder)).as_posix()}\n"
+    return ""

@@ -2,7 +2,11 @@
 
 Given a KB root (a folder with `records/`), a records folder, or a set of files. For files inside
 a KB (`.../records/...`), the rest of that KB is loaded too so that references resolve, but only
-the given files are reported on: checking one edited file never fails on its neighbours.
+the given files are reported on: checking one edited file never fails on its neighbours. With
+`changed=True` (pre-commit) the report also covers every record that references an id of a given
+or deleted file, so deleting a cited record cannot pass.
+
+Then the selection (`select`/`ignore`, excluded paths) and inline suppressions are applied.
 """
 
 from __future__ import annotations
@@ -13,10 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flopkb.check import run_checks
+from flopkb import suppression
+from flopkb.check import load_checks, run_checks
+from flopkb.check.base import RULES
 from flopkb.findings import Finding, Severity, sorted_findings
 from flopkb.kb import display_path, load_files
 from flopkb.load import Limits
+from flopkb.paths import bundled_root
+from flopkb.referencing import referencing
+from flopkb.selection import Selection, excluded
 from flopkb.walk import (
     RECORD_SUFFIXES,
     check_file,
@@ -37,6 +46,8 @@ class ValidationResult:
     findings: list[Finding] = field(default_factory=list)
     records: int = 0
     strict: bool = False
+    # which KB was checked: {"root": path, "bundled": bool} (None: files outside any KB)
+    kb: dict[str, Any] | None = None
 
     @property
     def errors(self) -> list[Finding]:
@@ -60,10 +71,12 @@ class ValidationResult:
         return 0 if self.ok else 1
 
     def as_dict(self) -> dict[str, Any]:
-        """DESIGN's JSON contract (ok, records, errors, warnings) plus hint, severity, notes."""
+        """DESIGN's JSON contract (ok, records, errors, warnings) plus hint, severity, notes
+        and the KB that was checked."""
 
         return {
             "ok": self.ok,
+            "kb": self.kb,
             "records": self.records,
             "errors": [f.as_dict() for f in self.errors],
             "warnings": [f.as_dict() for f in self.warnings],
@@ -91,15 +104,26 @@ class _Targets:
     around: list[Finding] = field(default_factory=list)
 
 
-def _targets(paths: Sequence[Path]) -> _Targets:
+def _inside(path: Path, folder: Path) -> bool:
+    return os.path.abspath(path).startswith(os.path.abspath(folder) + os.sep)
+
+
+def _targets(paths: Sequence[Path], kb_root: Path | None = None) -> _Targets:
     """The files to report on and to load for the given roots, folders and files.
 
     Every listing is the bounded, symlink-safe walk of `flopkb.walk`; a file given by name is
-    checked by the same rules (a FIFO or a link out of its KB is a finding, never read).
+    checked by the same rules (a FIFO or a link out of its KB is a finding, never read). A path
+    inside `kb_root`'s records resolves against that KB (its records folder need not be called
+    `records/` when a config names the root); others against their `records/` ancestor.
     """
     out = _Targets()
     report, load = out.report, out.load
     walked: dict[Path, list[Path]] = {}
+
+    def root_of(path: Path) -> Path | None:
+        if kb_root is not None and _inside(path, records_dir(kb_root)):
+            return kb_root
+        return _kb_root_of(Path(os.path.abspath(path)))
 
     def kb_files(root: Path) -> list[Path]:
         # a pre-commit hook passes many files of one KB: walk that KB once, not once per file
@@ -114,13 +138,13 @@ def _targets(paths: Sequence[Path]) -> _Targets:
             raise ValidationInputError(f"no such file or folder: {path}")
         if path.is_dir():
             # a folder inside a KB's records/ (e.g. records/classes): resolve against the whole KB
-            root = _kb_root_of(Path(os.path.abspath(path)))
+            root = root_of(path)
             walk = walk_folder(records_dir(path), root or path)
             report += walk.files
             out.scoped.extend(walk.findings)
             load += kb_files(root) if root is not None else walk.files
         elif path.suffix in RECORD_SUFFIXES:
-            root = _kb_root_of(Path(os.path.abspath(path)))
+            root = root_of(path)
             checked, refused = check_file(path, root or path.parent)
             if refused is not None:
                 out.scoped.append(refused)
@@ -142,23 +166,75 @@ def _unique(paths: Iterable[Path]) -> list[Path]:
     return list(seen.values())
 
 
+def _kb_info(root: Path | None) -> dict[str, Any] | None:
+    if root is None:
+        return None
+    bundled = os.path.abspath(root) == os.path.abspath(bundled_root())
+    return {"root": str(root), "bundled": bundled}
+
+
 def validate(
     paths_or_root: Path | str | Sequence[Path | str],
     *,
     strict: bool = False,
     limits: Limits | None = None,
+    kb_root: Path | None = None,
+    kb_info: dict[str, Any] | None = None,
+    selection: Selection | None = None,
+    exclude: Sequence[str] = (),
+    changed: bool = False,
+    deleted: Sequence[Path] = (),
 ) -> ValidationResult:
-    """Load, check and collect every finding; raises ValidationInputError only for a bad path."""
+    """Load, check and collect every finding; raises ValidationInputError only for a bad path.
+
+    `kb_root`: the KB the given paths belong to (discovery's answer); `kb_info` is reported as is.
+    `selection`: rule codes to report (`SelectionError` for a code that matches no rule).
+    `exclude`: globs of record paths (relative to their KB root) that are not part of the run.
+    `changed`: the paths are the changed files of a commit, `deleted` the removed ones: report on
+    them and on every record that references one of their ids.
+    """
+    limits = limits or Limits()
+    selection = selection or Selection()
+    # a selection that names no rule is the caller's mistake: say so before any work
+    load_checks()
+    selection.check_codes(RULES)
     given = [paths_or_root] if isinstance(paths_or_root, str | Path) else list(paths_or_root)
-    targets = _targets([Path(p) for p in given])
+    if changed and not given and kb_root is not None:
+        # only deletions: load the KB, report on what references them
+        walk = walk_records(kb_root)
+        targets = _Targets(load=list(walk.files), around=list(walk.findings))
+    else:
+        targets = _targets([Path(p) for p in given], kb_root)
+    report, load = targets.report, targets.load
+    root = kb_root or (_kb_root_of(Path(os.path.abspath(report[0]))) if report else None)
+    if root is None and len(given) == 1 and Path(given[0]).is_dir():
+        root = Path(given[0])
+    if exclude:
+        report = [p for p in report if not excluded(p, root, exclude)]
+        load = [p for p in load if not excluded(p, root, exclude)]
     # the report set's spellings come first and win: findings name files as the user gave them
-    report = _unique(targets.report)
-    loaded = _unique([*report, *targets.load])
-    root = _kb_root_of(Path(os.path.abspath(report[0]))) if report else None
+    report = _unique(report)
+    loaded = _unique([*report, *load])
     kb, findings = load_files(sorted(loaded), root=root, limits=limits)
     findings = sorted_findings([*targets.scoped, *targets.around, *findings, *run_checks(kb)])
-    if len(loaded) != len(report):
-        shown = {display_path(p) for p in report} | {f.file for f in targets.scoped}
+    shown_paths = list(report)
+    if changed:
+        ids = {p.stem for p in [*report, *deleted]}
+        shown_paths += [kb.files[rid] for rid in sorted(referencing(kb, ids)) if rid in kb.files]
+        shown_paths = _unique(shown_paths)
+    if len(loaded) != len(shown_paths):
+        shown = {display_path(p) for p in shown_paths} | {f.file for f in targets.scoped}
         # an internal error (FKB199) names the KB, not a file: it must never be filtered away
         findings = [f for f in findings if f.file in shown or not f.file or f.rule == "FKB199"]
-    return ValidationResult(findings=findings, records=len(report), strict=strict)
+    findings = selection.apply(findings)
+    judged = {code for code in RULES if selection.reports(code)}
+    findings = suppression.apply(
+        findings, [(p, display_path(p)) for p in shown_paths], limits, set(RULES), judged
+    )
+    findings = selection.apply(sorted_findings(findings))
+    return ValidationResult(
+        findings=findings,
+        records=len(shown_paths),
+        strict=strict,
+        kb=kb_info if kb_info is not None else _kb_info(root),
+    )

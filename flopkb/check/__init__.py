@@ -17,7 +17,10 @@ from flopkb.findings import Finding, Severity, sorted_findings
 from flopkb.kb import KnowledgeBase, workers_for
 
 # In data-flow order: structure before references before provenance.
-CHECK_MODULES = ("structure", "references", "formulas", "provenance", "units", "evidence", "graph")
+CHECK_MODULES = (
+    "structure", "references", "formulas", "provenance", "units", "evidence", "graph",
+    "suppressions",
+)
 
 
 def load_checks() -> None:

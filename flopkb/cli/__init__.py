@@ -1,46 +1,137 @@
-"""The `flopkb` command line: one Typer app, one module per command group, no logic here."""
+"""The `flopkb` command line: one Typer app, one module per command group, no logic here.
+
+Errors never show click's or rich's boxes: `FlopkbGroup.main` runs click without standalone mode
+and turns every usage error into one line (or one JSON document under `--format json`).
+"""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
+from flopkb import __version__
 from flopkb.cli import claims, extract, graph, hw, interrupts, schema, validate, verify
-from flopkb.cli.common import CliState, err_console
+from flopkb.cli.common import (
+    CliState,
+    ColorMode,
+    configure_color,
+    err_console,
+    report_error,
+    set_json_errors,
+    wants_json,
+)
+from flopkb.cli.help import EPILOG, example
+
+
+class FlopkbGroup(TyperGroup):
+    """The root command: one-line (or JSON) usage errors, never a traceback unless --debug."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: list[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        set_json_errors(wants_json(argv))
+        try:
+            code = super().main(
+                args=argv, prog_name=prog_name or "flopkb", complete_var=complete_var,
+                standalone_mode=False, **extra,
+            )  # fmt: skip
+        except typer.TyperException as exc:
+            # typer vendors click: its UsageError (with .ctx) and ClickException derive from this
+            ctx = getattr(exc, "ctx", None)
+            if type(exc).__name__ == "NoArgsIsHelpError":
+                typer.echo(exc.format_message())
+                code = 0
+            else:
+                where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+                message = " ".join(exc.format_message().split())
+                report_error(f"{message}{where}", 2, "usage")
+                code = 2
+        except typer.Abort:
+            report_error("aborted", 1, "aborted")
+            code = 1
+        except Exception as exc:  # the last line of defence: never a traceback by default
+            if "--debug" in argv:
+                raise
+            report_error(f"{type(exc).__name__}: {exc}", 2, "internal")
+            code = 2
+        finally:
+            set_json_errors(False)
+        code = code if isinstance(code, int) else 0
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
 
 app = typer.Typer(
     name="flopkb",
+    cls=FlopkbGroup,
     help="How model and operator classes turn FLOPs into time on accelerators: a checked KB.",
+    epilog=EPILOG,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    rich_markup_mode=None,
+    add_completion=True,
 )
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"flopkb {__version__}")
+        raise typer.Exit(0)
 
 
 @app.callback()
 def _root(
     ctx: typer.Context,
     kb: Annotated[
-        Path | None,
-        typer.Option("--kb", help="KB root (holds records/); default ./records, else bundled"),
+        str | None,
+        typer.Option(
+            "--kb",
+            metavar="DIR|bundled",
+            help="KB root (the folder holding records/), or 'bundled' for the KB inside flopkb; "
+            "default: found from the current folder (or the given path) upward",
+        ),
     ] = None,
+    color: Annotated[
+        ColorMode, typer.Option("--color", help="colour: auto (honours NO_COLOR), always, never")
+    ] = ColorMode.auto,
     debug: Annotated[
         bool, typer.Option("--debug", help="show tracebacks of unexpected errors")
     ] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_show_version, is_eager=True, help="print the version and exit"
+        ),
+    ] = False,
 ) -> None:
-    ctx.obj = CliState(kb=kb, debug=debug)
+    configure_color(color)
+    ctx.obj = CliState(kb=Path(kb) if kb not in (None, "bundled") else kb, debug=debug)
 
 
-app.command("validate")(validate.validate)
-app.command("claims")(claims.claims)
-app.command("extract")(extract.extract)
-app.command("verify")(verify.verify)
-app.add_typer(schema.app, name="schema")
-app.add_typer(hw.app, name="hw")
-app.add_typer(graph.app, name="graph")
+app.command("validate", epilog=example("flopkb validate --strict --format sarif > kb.sarif"))(
+    validate.validate
+)
+app.command("claims", epilog=example("flopkb claims --record mamba2-ssd --format json"))(
+    claims.claims
+)
+app.command("extract", epilog=example("flopkb extract selective-ssm-scan"))(extract.extract)
+app.command("verify", epilog=example("flopkb verify --record mamba2-ssd"))(verify.verify)
+app.add_typer(schema.app, name="schema", epilog=example("flopkb schema export --check"))
+app.add_typer(hw.app, name="hw", epilog=example("flopkb hw show h200-sxm"))
+app.add_typer(
+    graph.app, name="graph", epilog=example("flopkb graph affects hbm_bandwidth --format json")
+)
 
 
 def main() -> None:

@@ -5,10 +5,18 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from flopkb.claims import list_claims
-from flopkb.cli.common import FormatOption, OutputFormat, console, emit_json, fail, kb_root
+from flopkb.cli.common import (
+    FormatOption,
+    OutputFormat,
+    console,
+    emit_json,
+    fail,
+    kb_root,
+    print_kb,
+)
+from flopkb.cli.tables import IdTable
 from flopkb.hardware import UnknownRecord
 from flopkb.kb import load_kb
 from flopkb.model import Basis
@@ -37,7 +45,7 @@ def claims(
     if fmt is OutputFormat.json:
         emit_json(rows)
         return
-    table = Table(title=f"{len(rows)} claims")
+    table = IdTable(title=f"{len(rows)} claims")
     for column in ("claim", "quantity", "magnitude", "basis", "verdicts"):
         table.add_column(column, overflow="fold")
     for r in rows:
@@ -47,3 +55,4 @@ def claims(
             for acc, v in r["verdicts"].items()) or "-"
         table.add_row(r["claim"], r["quantity"], r["magnitude"], r["basis"], verdicts)
     console.print(table)
+    print_kb(ctx)

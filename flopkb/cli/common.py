@@ -1,12 +1,17 @@
-"""Options and helpers shared by every command: declared once, used everywhere."""
+"""Options and helpers shared by every command: declared once, used everywhere.
+
+Errors: `fail()` prints one line on stderr, or, when the command line asked for `--format json`,
+one JSON document on stdout (`{"ok": false, "error": {...}}`), and exits 2 (usage, I/O, no KB).
+"""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -15,13 +20,20 @@ import typer
 from rich.console import Console
 
 from flopkb.atomic import UnsafeTarget, WritePolicy, writing
-from flopkb.paths import resolve_kb_root
+from flopkb.config import ConfigError
+from flopkb.paths import KbLocation, KbNotFound, find_kb
 from flopkb.walk import records_dir
 
 
 class OutputFormat(str, Enum):
     text = "text"
     json = "json"
+
+
+class ColorMode(str, Enum):
+    auto = "auto"
+    always = "always"
+    never = "never"
 
 
 FormatOption = Annotated[
@@ -41,11 +53,50 @@ FollowSymlinksOption = Annotated[
 console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
 
+# Set from the raw command line before parsing (see flopkb.cli.app_group), so that even a usage
+# error click raises before any command runs can answer in the format that was asked for.
+_JSON_ERRORS = {"on": False}
+
+
+def wants_json(args: list[str]) -> bool:
+    """Did the command line ask for `--format json` (any spelling click accepts)?"""
+    for i, arg in enumerate(args):
+        if arg in ("--format", "-f") and i + 1 < len(args) and args[i + 1] == "json":
+            return True
+        if arg in ("--format=json", "-fjson"):
+            return True
+    return False
+
+
+def set_json_errors(on: bool) -> None:
+    _JSON_ERRORS["on"] = on
+
+
+def configure_color(mode: ColorMode) -> None:
+    """`--color never|always|auto`; NO_COLOR (any non-empty value) means never unless `always`.
+
+    The two consoles are re-initialised in place: every command module imported them by name.
+    """
+    no_color = mode is ColorMode.never or (
+        mode is ColorMode.auto and bool(os.environ.get("NO_COLOR"))
+    )
+    force = True if mode is ColorMode.always else None
+    for target, stderr in ((console, False), (err_console, True)):
+        target.__init__(  # type: ignore[misc]
+            soft_wrap=True,
+            stderr=stderr,
+            no_color=no_color,
+            force_terminal=force,
+            color_system=None if no_color else "auto",
+            highlight=not no_color,
+        )
+
 
 @dataclass
 class CliState:
-    kb: Path | None = None
+    kb: Path | str | None = None
     debug: bool = False
+    located: dict[str, KbLocation] = field(default_factory=dict)
 
 
 def state(ctx: typer.Context) -> CliState:
@@ -53,9 +104,42 @@ def state(ctx: typer.Context) -> CliState:
     return root.obj if isinstance(root.obj, CliState) else CliState()
 
 
+def kb_location(ctx: typer.Context, start: Path | None = None) -> KbLocation:
+    """The KB this invocation works on (`--kb`, found from `start` or the current folder upward,
+    or the bundled KB); a missing or empty `--kb`, or an unreadable config, exits 2."""
+    cli = state(ctx)
+    key = str(start)
+    if key not in cli.located:
+        try:
+            cli.located[key] = find_kb(cli.kb, start)
+        except (KbNotFound, ConfigError) as exc:
+            fail(str(exc))
+    return cli.located[key]
+
+
+def kb_location_of_files(ctx: typer.Context, start: Path) -> KbLocation | None:
+    """Like `kb_location` for given files, which may lie outside any KB (checked on their own):
+    None then, unless `--kb` was given (which must exist)."""
+    cli = state(ctx)
+    try:
+        found = find_kb(cli.kb, start)
+    except KbNotFound as exc:
+        if cli.kb is not None:
+            fail(str(exc))
+        return None
+    except ConfigError as exc:
+        fail(str(exc))
+    # files with no KB around them are checked on their own, not against the bundled KB
+    return None if found.bundled and cli.kb is None else found
+
+
 def kb_root(ctx: typer.Context) -> Path:
-    """The KB root this invocation works on (`--kb`, ./records, or the bundled KB)."""
-    return resolve_kb_root(state(ctx).kb)
+    return kb_location(ctx).root
+
+
+def print_kb(ctx: typer.Context) -> None:
+    """The closing line of a text summary: which KB it read, and how that KB was found."""
+    console.print(kb_location(ctx).describe(), style="dim", markup=False, highlight=False)
 
 
 def write_policy(
@@ -85,7 +169,20 @@ def emit_json(payload: Any) -> None:
     sys.stdout.write(json.dumps(payload, indent=2, sort_keys=False, default=str) + "\n")
 
 
-def fail(message: str, code: int = 2) -> NoReturn:
-    """One clear line on stderr and exit `code` (2: usage or I/O error)."""
-    err_console.print(f"flopkb: error: {message}", markup=False, highlight=False)
+def error_document(message: str, code: int, kind: str) -> dict[str, Any]:
+    """What `--format json` prints for an error: one document, never empty stdout."""
+    return {"ok": False, "error": {"kind": kind, "message": message, "exit_code": code}}
+
+
+def report_error(message: str, code: int = 2, kind: str = "usage") -> None:
+    """One line on stderr, or the JSON error document on stdout under `--format json`."""
+    if _JSON_ERRORS["on"]:
+        emit_json(error_document(message, code, kind))
+    else:
+        err_console.print(f"flopkb: error: {message}", markup=False, highlight=False)
+
+
+def fail(message: str, code: int = 2, kind: str = "usage") -> NoReturn:
+    """Report one error (see `report_error`) and exit `code` (2: usage or I/O error)."""
+    report_error(message, code, kind)
     raise typer.Exit(code)

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
@@ -30,9 +29,12 @@ from flopkb.cli.common import (
     err_console,
     fail,
     kb_root,
+    print_kb,
     safe_writes,
     write_policy,
 )
+from flopkb.cli.help import example
+from flopkb.cli.tables import IdTable
 from flopkb.graph import queries
 from flopkb.graph.export import FORMATS
 from flopkb.graph.export import export as export_graph
@@ -44,6 +46,7 @@ from flopkb.kb import load_kb
 app = typer.Typer(
     help="Which claims depend on which hardware quantities: impact, diff, what-if, picture.",
     no_args_is_help=True,
+    rich_markup_mode=None,
 )
 
 T = TypeVar("T")
@@ -77,9 +80,9 @@ def _run(fn: Callable[[], T]) -> T:
         fail(str(exc))
 
 
-def _table(title: str, columns: list[str]) -> Table:
+def _table(title: str, columns: list[str]) -> IdTable:
     # ids must stay whole: fold long cells onto the next line instead of cutting them with "..."
-    table = Table(title=title, title_justify="left")
+    table = IdTable(title=title, title_justify="left")
     for col in columns:
         table.add_column(col, overflow="fold")
     return table
@@ -110,7 +113,7 @@ def chain(start: str, edges: list[dict[str, str]]) -> str:
     return out
 
 
-@app.command()
+@app.command(epilog=example("flopkb graph affects hbm_bandwidth"))
 def affects(
     ctx: typer.Context,
     ident: Annotated[
@@ -143,7 +146,7 @@ def affects(
     console.print(tree, soft_wrap=False)
 
 
-@app.command()
+@app.command(epilog=example("flopkb graph why mamba2-ssd --on h200-sxm"))
 def why(
     ctx: typer.Context,
     cls: Annotated[str, typer.Argument(metavar="CLASS", help="a class (operator or model) id")],
@@ -183,7 +186,7 @@ def why(
     console.print(claims)
 
 
-@app.command()
+@app.command(epilog=example("flopkb graph diff h100-sxm h200-sxm"))
 def diff(
     ctx: typer.Context,
     a: Annotated[str, typer.Argument(metavar="ACC_A", help="the part you have")],
@@ -219,7 +222,7 @@ def diff(
     )
 
 
-@app.command("what-if")
+@app.command("what-if", epilog=example("flopkb graph what-if h100-sxm --set hbm_bandwidth=4.8"))
 def what_if(
     ctx: typer.Context,
     acc: Annotated[str, typer.Argument(metavar="ACC", help="an accelerator id")],
@@ -251,7 +254,7 @@ def what_if(
     console.print(claims)
 
 
-@app.command()
+@app.command(epilog=example("flopkb graph path mamba2-ssd hbm_bandwidth"))
 def path(
     ctx: typer.Context,
     a: Annotated[str, typer.Argument(metavar="A", help="any id")],
@@ -269,7 +272,7 @@ def path(
     console.print(f"({result['length']} edges)")
 
 
-@app.command()
+@app.command(epilog=example("flopkb graph status --format json"))
 def status(ctx: typer.Context, fmt: FormatOption = OutputFormat.text) -> None:
     """Claims that are unverified, stale, contradicted by evidence, implementation-sensitive (the
     verdict changed with the implementation that ran), or not applicable on a part."""
@@ -321,9 +324,10 @@ def status(ctx: typer.Context, fmt: FormatOption = OutputFormat.text) -> None:
         ["claim", "on"],
         lambda r: [r["claim"], ", ".join(r["accelerators"])],
     )
+    print_kb(ctx)
 
 
-@app.command()
+@app.command(epilog=example("flopkb graph export --format graphml --out kb.graphml"))
 def export(
     ctx: typer.Context,
     fmt: Annotated[
@@ -353,7 +357,7 @@ def export(
     )  # fmt: skip
 
 
-@app.command()
+@app.command(epilog=example("flopkb graph render kb.svg"))
 def render(
     ctx: typer.Context,
     out: Annotated[Path, typer.Argument(metavar="OUT", help="OUT.svg or OUT.png")],

@@ -5,13 +5,18 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from flopkb.cli.common import FormatOption, OutputFormat, console, emit_json, fail, kb_root
+from flopkb.cli.help import example
+from flopkb.cli.tables import IdTable
 from flopkb.hardware import UnknownRecord, hw_compare, hw_show
 from flopkb.kb import load_kb
 
-app = typer.Typer(help="datasheet specs and computed hardware parameters", no_args_is_help=True)
+app = typer.Typer(
+    help="datasheet specs and computed hardware parameters",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
 
 
 def _num(value: float | None) -> str:
@@ -24,7 +29,7 @@ def _source(source: dict[str, Any] | None) -> str:
     return f"{source['id']}, {source['locator']}" if source.get("locator") else source["id"]
 
 
-@app.command("show")
+@app.command("show", epilog=example("flopkb hw show h200-sxm"))
 def show(
     ctx: typer.Context,
     accelerator: Annotated[str, typer.Argument(help="accelerator record id, e.g. h200-sxm")],
@@ -39,12 +44,12 @@ def show(
     if fmt is OutputFormat.json:
         emit_json(data)
         return
-    specs = Table(title=f"{data['id']}: {data['title']} (datasheet specs)")
+    specs = IdTable(title=f"{data['id']}: {data['title']} (datasheet specs)")
     for column in ("quantity", "value", "unit", "source", "note"):
         specs.add_column(column, overflow="fold")
     for qid, s in data["specs"].items():
         specs.add_row(qid, _num(s["value"]), s["unit"], _source(s["source"]), s.get("note", ""))
-    computed = Table(title=f"{data['id']}: computed parameters")
+    computed = IdTable(title=f"{data['id']}: computed parameters")
     for column in ("quantity", "value", "unit", "formula", "note"):
         computed.add_column(column, overflow="fold")
     for qid, c in data["computed"].items():
@@ -52,7 +57,7 @@ def show(
     console.print(specs)
     console.print(computed)
     if data["measured"]:
-        measured = Table(title=f"{data['id']}: measured ceilings (evidence)")
+        measured = IdTable(title=f"{data['id']}: measured ceilings (evidence)")
         for column in ("experiment", "value", "unit", "evidence"):
             measured.add_column(column)
         for exp, m in data["measured"].items():
@@ -60,7 +65,7 @@ def show(
         console.print(measured)
 
 
-@app.command("compare")
+@app.command("compare", epilog=example("flopkb hw compare h100-sxm h200-sxm"))
 def compare(
     ctx: typer.Context,
     a: Annotated[str, typer.Argument(help="first accelerator id")],
@@ -76,7 +81,7 @@ def compare(
     if fmt is OutputFormat.json:
         emit_json(data)
         return
-    table = Table(title=f"{a} vs {b} (ratio = {b} / {a}; differing rows first)")
+    table = IdTable(title=f"{a} vs {b} (ratio = {b} / {a}; differing rows first)")
     for column in ("quantity", "kind", "unit", a, b, "ratio"):
         table.add_column(column)
     ordered = sorted(data["quantities"], key=lambda r: not r["differs"])
@@ -87,7 +92,7 @@ def compare(
             style=style,
         )  # fmt: skip
     console.print(table)
-    claims = Table(title=f"claims that depend on what differs ({len(data['claims'])})")
+    claims = IdTable(title=f"claims that depend on what differs ({len(data['claims'])})")
     for column in ("claim", "quantity", "via", "basis", "magnitude"):
         claims.add_column(column, overflow="fold")
     for c in data["claims"]:

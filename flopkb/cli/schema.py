@@ -18,12 +18,15 @@ from flopkb.cli.common import (
     safe_writes,
     write_policy,
 )
+from flopkb.cli.help import example
 from flopkb.schema_export import drift, export
 
-app = typer.Typer(help="the published JSON Schema of records", no_args_is_help=True)
+app = typer.Typer(
+    help="the published JSON Schema of records", no_args_is_help=True, rich_markup_mode=None
+)
 
 
-@app.command("export")
+@app.command("export", epilog=example("flopkb schema export --check"))
 def export_cmd(
     ctx: typer.Context,
     out: Annotated[

@@ -1,7 +1,13 @@
-"""`flopkb validate [PATHS]`: parse options, call `flopkb.validate`, print, exit 0/1/2."""
+"""`flopkb validate [PATHS]`: parse options, call `flopkb.validate`, print, exit 0/1/2.
+
+Settings come from the config found with the KB (`[tool.flopkb]` or flopkb.toml); each flag
+given on the command line overrides its key.
+"""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from enum import Enum
 from pathlib import Path
@@ -9,32 +15,88 @@ from typing import Annotated
 
 import typer
 
-from flopkb.cli.common import fail as _fail
-from flopkb.cli.common import kb_root
+from flopkb.cli.common import fail, kb_location, kb_location_of_files
+from flopkb.config import Config
 from flopkb.load import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, Limits
 from flopkb.report import FORMATTERS
+from flopkb.selection import Selection, SelectionError
 from flopkb.validate import ValidationInputError
 from flopkb.validate import validate as validate_paths
+from flopkb.walk import RECORD_SUFFIXES, records_dir
 
 # One choice per formatter, so a new format needs one edit (in flopkb/report.py).
 ValidateFormat = Enum("ValidateFormat", {name: name for name in FORMATTERS}, type=str)
+
+
+def _codes(values: list[str] | None) -> tuple[str, ...] | None:
+    """`--select FKB2,FKB301 --select FKB4` -> ("FKB2", "FKB301", "FKB4"); None: not given."""
+    if values is None:
+        return None
+    return tuple(c.strip() for v in values for c in v.split(",") if c.strip())
+
+
+def staged_deletions(kb_root: Path) -> list[Path]:
+    """Record files of this KB deleted (or renamed away) in the git index: what pre-commit
+    never passes to a hook, yet what breaks the references of the records that remain."""
+    try:
+        top = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True,
+            check=True, timeout=30, cwd=kb_root,
+        ).stdout.strip()  # fmt: skip
+        names = subprocess.run(
+            ["git", "diff", "--cached", "--name-only", "--diff-filter=DR", "--no-renames", "-z"],
+            capture_output=True, text=True, check=True, timeout=30, cwd=top,
+        ).stdout  # fmt: skip
+    except (OSError, subprocess.SubprocessError) as exc:
+        fail(f"--changed needs a git repository to find deleted records: {exc}")
+    records = os.path.abspath(records_dir(kb_root)) + os.sep
+    out = []
+    for name in filter(None, names.split("\0")):
+        path = os.path.join(top, name)
+        if path.startswith(records) and path.endswith(RECORD_SUFFIXES):
+            out.append(Path(path))
+    return out
 
 
 def validate(
     ctx: typer.Context,
     paths: Annotated[
         list[Path] | None,
-        typer.Argument(
-            help="KB roots, records folders or record files; default: the KB (see --kb)"
-        ),
+        typer.Argument(help="KB roots, records folders or record files; default: the KB"),
     ] = None,
     fmt: Annotated[
         ValidateFormat,
         typer.Option(
-            "--format", "-f", help="text for people, json for scripts, github for CI annotations"
+            "--format",
+            "-f",
+            help="text for people, json for scripts, github annotations, sarif for code scanning",
         ),
     ] = ValidateFormat.text,
-    strict: Annotated[bool, typer.Option("--strict", help="warnings fail too (exit 1)")] = False,
+    strict: Annotated[
+        bool | None, typer.Option("--strict/--no-strict", help="warnings fail too (exit 1)")
+    ] = None,
+    select: Annotated[
+        list[str] | None,
+        typer.Option("--select", help="only these rule codes or prefixes (FKB2,FKB301)"),
+    ] = None,
+    ignore: Annotated[
+        list[str] | None, typer.Option("--ignore", help="leave out these rule codes or prefixes")
+    ] = None,
+    exclude: Annotated[
+        list[str] | None,
+        typer.Option("--exclude", help="glob of record paths (relative to the KB root) to skip"),
+    ] = None,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="text: findings only, no summary line")
+    ] = False,
+    changed: Annotated[
+        bool,
+        typer.Option(
+            "--changed",
+            help="pre-commit: PATHS are the changed files; also report records that reference "
+            "them or a record file deleted in the git index",
+        ),
+    ] = False,
     max_bytes: Annotated[
         int, typer.Option("--max-bytes", min=1, help="size limit per file")
     ] = DEFAULT_MAX_BYTES,
@@ -43,12 +105,41 @@ def validate(
     ] = DEFAULT_MAX_DEPTH,
 ) -> None:
     """Check records: structure, references, provenance. Exit 0 clean, 1 findings, 2 usage."""
-    targets = list(paths) if paths else [kb_root(ctx)]
+    given = list(paths or [])
+    for path in given:
+        if not path.exists():
+            fail(f"no such file or folder: {path}")
+    where = kb_location_of_files(ctx, given[0]) if given else kb_location(ctx)
+    config = where.config if where is not None else Config()
+    selection = Selection(
+        select=_codes(select) if select is not None else config.select,
+        ignore=_codes(ignore) if ignore is not None else config.ignore,
+    )
+    if changed and where is None:
+        fail("--changed needs a KB: no records/ folder or flopkb config found above the files")
+    deleted = staged_deletions(where.root) if changed and where is not None else []
+    targets = given if (given or changed) else [where.root]  # type: ignore[union-attr]
     try:
         result = validate_paths(
-            targets, strict=strict, limits=Limits(max_bytes=max_bytes, max_depth=max_depth)
+            targets,
+            strict=config.strict if strict is None else strict,
+            limits=Limits(max_bytes=max_bytes, max_depth=max_depth),
+            kb_root=where.root if where is not None else None,
+            kb_info=where.as_dict() if where is not None else None,
+            selection=selection,
+            exclude=tuple(exclude) if exclude is not None else config.exclude,
+            changed=changed,
+            deleted=deleted,
         )
-    except ValidationInputError as exc:
-        _fail(str(exc))
-    sys.stdout.write(FORMATTERS[fmt.value](result))
+    except (ValidationInputError, SelectionError) as exc:
+        fail(str(exc))
+    out = FORMATTERS[fmt.value](result)
+    if fmt.value == "text":
+        lines = out.splitlines(keepends=True)
+        if quiet:
+            out = "".join(lines[:-1])
+        else:
+            checked = where.describe() if where is not None else "files outside any KB"
+            out = "".join(lines[:-1]) + lines[-1].rstrip("\n") + f"; {checked}\n"
+    sys.stdout.write(out)
     raise typer.Exit(result.exit_code)

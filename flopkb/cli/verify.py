@@ -10,7 +10,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from flopkb.atomic import check_folder, writing
 from flopkb.cli.common import (
@@ -22,9 +21,11 @@ from flopkb.cli.common import (
     err_console,
     fail,
     kb_root,
+    print_kb,
     safe_writes,
     write_policy,
 )
+from flopkb.cli.tables import IdTable
 from flopkb.verify.evidence import evidence_dir
 
 # What the `kernels` extra installs; verify imports all three (numpy through torch and the plots).
@@ -71,8 +72,8 @@ def _fmt_combo(combo: dict[str, str]) -> str:
     return ", ".join(f"{side}={impl}" for side, impl in combo.items())
 
 
-def _table(payload: dict[str, Any], plan_mode: bool) -> Table:
-    table = Table(title="flopkb verify" + (" (plan, CPU checks)" if plan_mode else ""))
+def _table(payload: dict[str, Any], plan_mode: bool) -> IdTable:
+    table = IdTable(title="flopkb verify" + (" (plan, CPU checks)" if plan_mode else ""))
     for col in ("claim", "experiment", "verdict", "measured" if not plan_mode else "CPU check",
                 "expected", "conditions / reason"):
         table.add_column(col, overflow="fold")
@@ -172,6 +173,8 @@ def verify(
         # a claim linking an unknown experiment (`broken`) fails the plan as it fails a GPU run
         failed = bool(broken) or any(not c.get("ok") for r in results for c in (r.cpu_check or []))
         _report(payload, fmt, plan_mode=True)
+        if fmt is OutputFormat.text:
+            print_kb(ctx)
         raise typer.Exit(1 if failed else 0)
     # evidence records belong in records/; every file gets a fresh name, so none is replaced
     policy = write_policy(ctx, follow_symlinks=follow_symlinks, records=True)
@@ -189,6 +192,8 @@ def verify(
     payload = {"machine": machine, "results": [r.as_dict() for r in broken + results],
                "duration_s": round(time.monotonic() - started, 2)}
     _report(payload, fmt, plan_mode=False)
+    if fmt is OutputFormat.text:
+        print_kb(ctx)
     raise typer.Exit(1 if any(r["verdict"] == "error" for r in payload["results"]) else 0)
 
 

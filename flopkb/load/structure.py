@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from flopkb.findings import Finding
 from flopkb.load.locate import locate, locate_key
 from flopkb.load.rules import load_finding
+from flopkb.load.salvage import salvage
 from flopkb.load.yamlfile import Document, Limits, compose_node
 from flopkb.model import MODEL_BY_KIND, Kind, RecordBase
 
@@ -66,6 +67,8 @@ def to_record(
 ) -> tuple[RecordBase | None, list[Finding]]:
     """Validate `doc.data` against the model of its kind; findings carry file:line:col.
 
+    With structural findings, the record returned (if any) is what parsed (see `salvage`).
+
     A document read by a worker process comes without its node tree; it is composed again here
     only when there is something to locate.
     """
@@ -105,7 +108,8 @@ def to_record(
     except ValidationError as exc:
         for err in exc.errors(include_url=False):
             findings.append(_finding(doc, record_id, model, err))
-        return None, findings
+        # the parts that parsed are still checked (references, provenance) in this run
+        return salvage(model, data, exc), findings  # type: ignore[return-value]
 
 
 def _finding(doc: Document, record_id: str, model: type[BaseModel], err: Any) -> Finding:

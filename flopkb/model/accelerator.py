@@ -6,13 +6,13 @@ from typing import Literal
 
 from pydantic import Field
 
-from flopkb.model.base import Kind, NonEmpty, RecordBase, RecordId, SourceRef, Strict
+from flopkb.model.base import Kind, NonEmpty, Number, RecordBase, RecordId, SourceRef, Strict
 
 
 class Spec(Strict):
     """A datasheet figure. `value: null` means the part lacks the feature; `note` says why."""
 
-    value: float | None
+    value: Number | None
     unit: NonEmpty
     source: SourceRef | None = None
     note: str | None = None

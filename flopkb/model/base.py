@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from enum import Enum
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+)
 
 # Version 1: the first record format (classes without `flop.hardware_parameters`).
 # Version 2: `flop.hardware_parameters` rows added (the "schema authority pass").
@@ -15,7 +23,30 @@ CURRENT_SCHEMA_VERSION = 3
 ACCEPTED_SCHEMA_VERSIONS = frozenset({1, 2, 3})
 
 ID_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
+# Dates and times are the strings YAML 1.2 core gives (it has no date type). The JSON Schema
+# states the same patterns, so flopkb and any other validator accept exactly the same text.
+DATE_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+DATETIME_PATTERN = (
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})$"
+)
 RecordId = Annotated[str, StringConstraints(pattern=ID_PATTERN, max_length=120)]
+
+
+def a_number(value: object) -> object:
+    """pydantic's lax mode would read "3.5" and true as numbers; JSON Schema (and so every
+    other validator of the published schema) does not: neither does flopkb."""
+    if isinstance(value, (bool, str)):
+        kind = "a boolean" if isinstance(value, bool) else "text"
+        raise ValueError(f"expected a number, not {kind}")
+    return value
+
+
+# (a constraint such as Field(ge=...) goes before the validator, or the schema says "ge")
+Number = Annotated[float, BeforeValidator(a_number)]
+WholeNumber = Annotated[int, BeforeValidator(a_number)]
+# An http(s) URL with a host, stated as a pattern too: the `uri` format alone is not asserted
+# by every validator (jsonschema needs an extra package for it)
+URL_PATTERN = r"^[Hh][Tt][Tt][Pp][Ss]?://[^\s/?#@]+"
 NonEmpty = Annotated[str, StringConstraints(min_length=1, strip_whitespace=False)]
 
 
@@ -37,9 +68,24 @@ class Strict(BaseModel):
 class HistoryEntry(Strict):
     """Who changed the record, when, and what: authorship is data (agents edit the KB too)."""
 
-    date: dt.date
+    date: dt.date = Field(json_schema_extra={"pattern": DATE_PATTERN})
     by: NonEmpty
     note: NonEmpty
+
+    @field_validator("date", mode="before")
+    @classmethod
+    def _written_as_text(cls, value: object) -> object:
+        # pydantic alone would also take a number (a Unix time) or a date-time string
+        return written_as(value, DATE_PATTERN, "a date written YYYY-MM-DD")
+
+
+def written_as(value: object, pattern: str, what: str) -> object:
+    """`value` when it is text in `pattern` (or already a date/time built in Python)."""
+    if isinstance(value, dt.date):
+        return value
+    if isinstance(value, str) and re.match(pattern, value):
+        return value
+    raise ValueError(f"expected {what}")
 
 
 class SourceRef(Strict):
@@ -50,7 +96,9 @@ class SourceRef(Strict):
 
 
 class RecordBase(Strict):
-    schema_version: int = Field(description="record format version; see schema/CHANGELOG.md")
+    schema_version: WholeNumber = Field(
+        description="record format version; see schema/CHANGELOG.md"
+    )
     id: RecordId
     kind: Kind
     title: NonEmpty

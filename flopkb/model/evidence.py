@@ -8,7 +8,16 @@ from typing import Any, Literal
 
 from pydantic import AwareDatetime, Field, field_validator
 
-from flopkb.model.base import Kind, NonEmpty, RecordBase, RecordId, Strict
+from flopkb.model.base import (
+    DATETIME_PATTERN,
+    Kind,
+    NonEmpty,
+    Number,
+    RecordBase,
+    RecordId,
+    Strict,
+    written_as,
+)
 
 
 class Verdict(str, Enum):
@@ -23,9 +32,9 @@ class Verdict(str, Enum):
 class Measured(Strict):
     """The measured quantity with its uncertainty interval (None bounds are open)."""
 
-    value: float | None
-    low: float | None = None
-    high: float | None = None
+    value: Number | None
+    low: Number | None = None
+    high: Number | None = None
     unit: str
     what: str | None = Field(default=None, description="what the number is, in words")
 
@@ -87,9 +96,18 @@ class EvidenceRecord(RecordBase):
         default_factory=list, description="per-point results over the swept axis"
     )
     command: NonEmpty
-    timestamp: AwareDatetime = Field(description="when it ran, with a UTC offset (stored as UTC)")
-    duration_s: float | None = None
+    timestamp: AwareDatetime = Field(
+        description="when it ran, with a UTC offset (stored as UTC)",
+        json_schema_extra={"pattern": DATETIME_PATTERN},
+    )
+    duration_s: Number | None = None
     artifacts: list[str] = Field(default_factory=list, description="plots beside this file")
+
+    @field_validator("timestamp", mode="before")
+    @classmethod
+    def _written_as_text(cls, value: object) -> object:
+        what = "an RFC 3339 date-time with a timezone offset, e.g. 2026-11-30T03:48:36Z"
+        return written_as(value, DATETIME_PATTERN, what)
 
     @field_validator("timestamp")
     @classmethod

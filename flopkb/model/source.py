@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, HttpUrl
+from pydantic import BeforeValidator, Field, HttpUrl
 
-from flopkb.model.base import Kind, NonEmpty, RecordBase
+from flopkb.model.base import URL_PATTERN, Kind, NonEmpty, RecordBase, a_number
 
 
 class SourceType(str, Enum):
@@ -23,10 +23,10 @@ class SourceRecord(RecordBase):
     kind: Literal[Kind.source]
     source_type: SourceType
     authors: list[NonEmpty] = Field(default_factory=list)
-    year: int | None = Field(default=None, ge=1900, le=2100)
+    year: Annotated[int, Field(ge=1900, le=2100), BeforeValidator(a_number)] | None = None
     venue: str | None = None
     identifier: str | None = Field(
         default=None, description="e.g. arXiv:2405.21060; empty if unknown"
     )
-    url: HttpUrl | None = None
+    url: Annotated[HttpUrl, Field(json_schema_extra={"pattern": URL_PATTERN})] | None = None
     note: str | None = None

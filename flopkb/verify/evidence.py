@@ -17,6 +17,7 @@ import yaml
 
 from flopkb.atomic import atomic_write_text
 from flopkb.model import EvidenceRecord
+from flopkb.schema_export import schema_header
 
 MAX_ID = 120
 EVIDENCE_FOLDER = ("records", "evidence")
@@ -74,7 +75,8 @@ def to_yaml(record: EvidenceRecord) -> str:
 
 def write_evidence(record: EvidenceRecord, folder: Path) -> Path:
     """Validate-by-construction record -> `<folder>/<id>.yaml`, atomically; returns the path."""
-    return atomic_write_text(folder / f"{record.id}.yaml", to_yaml(record))
+    path = folder / f"{record.id}.yaml"
+    return atomic_write_text(path, schema_header(path) + to_yaml(record))
 
 
 # Verdicts that measured something; error, not-run and not-applicable did not.

@@ -106,11 +106,18 @@ def test_text_output(args: list[str], needle: str) -> None:
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str) -> None:
-    result = invoke(*args, "--format", "json")
+    result = invoke(*args)
     assert result.exit_code == 2
     assert result.stdout == ""
     assert result.stderr.strip().splitlines() == [f"flopkb: error: {result.stderr.strip()[15:]}"]
     assert message in result.stderr
+    # under --format json the same error is one JSON document on stdout, stderr stays empty
+    result = invoke(*args, "--format", "json")
+    assert result.exit_code == 2
+    assert result.stderr == ""
+    error = json.loads(result.stdout)
+    assert error["ok"] is False and error["error"]["exit_code"] == 2
+    assert message in error["error"]["message"]
 
 
 @pytest.mark.parametrize("fmt", ["json", "graphml", "dot"])

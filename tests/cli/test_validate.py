@@ -32,7 +32,9 @@ def test_json_equals_the_library(case: Path) -> None:
 
 def test_json_contract_shape() -> None:
     data = json.loads(_run("validate", str(CASES / "invalid" / "new-figure"), "-f", "json").stdout)
-    assert set(data) == {"ok", "records", "errors", "warnings", "notes"}
+    assert set(data) == {"ok", "kb", "records", "errors", "warnings", "notes"}
+    assert data["kb"]["bundled"] is False
+    assert Path(data["kb"]["root"]).resolve() == (CASES / "invalid" / "new-figure").resolve()
     assert data["ok"] is False and data["records"] == 6
     row = data["errors"][0]
     assert {"file", "line", "column", "record", "rule", "message"} <= set(row)
@@ -44,10 +46,12 @@ def test_text_lines() -> None:
     assert result.exit_code == 1
     line = next(ln for ln in result.stdout.splitlines() if "FKB122" in ln)
     assert line.endswith(
-        "records/sources/x.yaml:4:1: FKB122 [x] titel: unknown field 'titel' "
+        "records/sources/x.yaml:4:1: error: FKB122 [x] titel: unknown field 'titel' "
         "(hint: did you mean 'title'?)"
     )
-    assert result.stdout.splitlines()[-1] == "failed: 2 errors, 0 warnings in 1 record file"
+    summary = result.stdout.splitlines()[-1]
+    assert summary.startswith("failed: 2 errors, 0 warnings in 1 record file; KB ")
+    assert str(CASES / "invalid" / "unknown-field") in summary
 
 
 def test_github_annotations() -> None:

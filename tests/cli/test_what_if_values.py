@@ -38,13 +38,19 @@ def _what_if(setting: str):
     ],
 )
 def test_bad_values_are_one_line_and_exit_2(setting: str, message: str) -> None:
-    result = _what_if(setting)
+    args = ["--kb", str(GRAPH_KB), "graph", "what-if", "h100-sxm", "--set", setting]
+    result = runner.invoke(app, args)
     assert result.exit_code == 2
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("flopkb: error: "), result.stderr
     assert message in lines[0]
     assert "validation error" not in result.stderr
+    # under --format json the same error is one JSON document on stdout (issue 11)
+    result = _what_if(setting)
+    assert result.exit_code == 2 and result.stderr == ""
+    error = json.loads(result.stdout)["error"]
+    assert message in error["message"] and "validation error" not in error["message"]
 
 
 def test_a_positive_value_still_answers() -> None:

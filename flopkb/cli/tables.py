@@ -1,0 +1,111 @@
+"""Tables whose ids never break mid-word, whatever the terminal width.
+
+rich folds a cell at any character when its column gets narrower than a word, which cut
+`mamba2-ssd/default-chunk-size` into `mamba2-ssd/default-c` + `hunk-size`. Here every column is at
+least as wide as its longest word; when that does not fit, `record/row` ids fold after the `/`
+(`mamba2-ssd/` over `default-chunk-size`) and the rules between columns go; when even that does not
+fit, each row is shown as a block of `column: value` lines, wrapped at spaces.
+JSON output always carries the full ids.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from rich import box
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
+from rich.table import Table
+from rich.text import Text
+
+# `record/row` ids (lowercase, as ids are): fold after the slash, never inside a name; units
+# such as `TFLOP/s` stay whole
+_SLASHED = re.compile(r"(?<![A-Za-z0-9_-])([a-z0-9][a-z0-9_-]*/)(?=[a-z0-9])")
+
+
+def _words(cell: str) -> list[str]:
+    return cell.split()
+
+
+def _folded(cell: str) -> str:
+    return _SLASHED.sub("\\1\n", cell)
+
+
+class IdTable:
+    """A rich Table built on demand (same `add_column` / `add_row` calls), see the module doc."""
+
+    def __init__(self, title: str | None = None, **table_kwargs: Any) -> None:
+        self.title = title
+        self.table_kwargs = table_kwargs
+        self.columns: list[tuple[str, dict[str, Any]]] = []
+        self.rows: list[tuple[list[str], dict[str, Any]]] = []
+
+    def add_column(self, header: str, **kwargs: Any) -> None:
+        kwargs.pop("overflow", None)
+        self.columns.append((header, kwargs))
+
+    def add_row(self, *cells: str | None, **kwargs: Any) -> None:
+        self.rows.append(([c if c is not None else "" for c in cells], kwargs))
+
+    def _cells(self, fold: bool) -> list[list[str]]:
+        """Cells by column, header first; ids folded after their slashes when `fold`."""
+        out = []
+        for index, (header, _) in enumerate(self.columns):
+            cells = [row[index] if index < len(row) else "" for row, _ in self.rows]
+            out.append([header, *(_folded(c) if fold else c for c in cells)])
+        return out
+
+    def _table(self, widths: list[int], fold: bool, compact: bool) -> Table:
+        kwargs = dict(self.table_kwargs)
+        if compact:
+            # no outer edge, no vertical rules: fewer columns of text spent on lines
+            kwargs.update(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+        table = Table(title=self.title, **kwargs)
+        for (header, column_kwargs), width in zip(self.columns, widths, strict=True):
+            table.add_column(header, overflow="fold", width=width, **column_kwargs)
+        for row, row_kwargs in self.rows:
+            table.add_row(*(Text(_folded(c) if fold else c) for c in row), **row_kwargs)
+        return table
+
+    def _fit(
+        self, console: Console, options: ConsoleOptions, fold: bool, compact: bool
+    ) -> Table | None:
+        """The table with column widths chosen here (never below a column's longest word, so
+        rich never cuts one), or None when the words alone are wider than the console."""
+        columns = self._cells(fold)
+        lines = [[line for cell in cells for line in cell.splitlines()] for cells in columns]
+        least = [max((len(w) for ln in col for w in ln.split()), default=1) for col in lines]
+        most = [max((len(ln) for ln in col), default=1) for col in lines]
+        # what the borders and padding take: a table of 1-wide columns measures n + overhead
+        probe = self._table([1] * len(columns), fold, compact)
+        overhead = Measurement.get(console, options, probe).maximum - len(columns)
+        room = options.max_width - overhead
+        if sum(least) > room:
+            return None
+        spare = room - sum(least)
+        wants = [m - n for m, n in zip(most, least, strict=True)]
+        if sum(wants) <= spare:
+            widths = most
+        else:
+            widths = [n + spare * w // sum(wants) for n, w in zip(least, wants, strict=True)]
+        return self._table(widths, fold, compact)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for fold, compact in ((False, False), (True, False), (True, True)):
+            table = self._fit(console, options, fold, compact)
+            if table is not None:
+                yield from console.render(table, options)
+                return
+        yield from self._as_list()
+
+    def _as_list(self) -> RenderResult:
+        """Too narrow for columns: one block per row, `header: value` lines wrapped at spaces."""
+        if self.title:
+            yield Text(str(self.title), style="italic")
+        headers = [header for header, _ in self.columns]
+        for row, kwargs in self.rows:
+            style = kwargs.get("style") or ""
+            yield Text(row[0] if row else "", style=f"bold {style}".strip())
+            for header, cell in zip(headers[1:], row[1:], strict=False):
+                yield Text(f"  {header}: {cell or '-'}", style=style)

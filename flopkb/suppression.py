@@ -1,0 +1,140 @@
+"""Inline suppression of one finding: `# flopkb: ignore[FKB201]` in the record itself.
+
+The comment covers the line it ends (a trailing comment) or, on a line of its own, the next line
+that holds YAML. Several codes may be listed: `# flopkb: ignore[FKB201, FKB202]`. A suppression
+that suppresses nothing is itself reported (FKB701, a warning), so stale ones do not pile up.
+Only real YAML comments count: the same text inside a scalar (a quoted string, a `|` block of
+prose) is content, found out from the composed node tree.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from flopkb.findings import Finding, Severity
+from flopkb.load import Limits, compose_node
+
+MARKER = b"flopkb:"
+_COMMENT = re.compile(r"#\s*flopkb:\s*ignore\[([^\]]*)\]")
+UNUSED = "FKB701"
+UNUSED_SUMMARY = "an inline `# flopkb: ignore[CODE]` comment suppresses nothing (or names no rule)"
+
+
+@dataclass(frozen=True)
+class Suppression:
+    file: str
+    line: int  # 1-based line of the comment
+    column: int
+    covers: int  # 1-based line whose findings it suppresses
+    code: str
+
+
+def _scalar_spans(node: Node | None) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    spans: list[tuple[tuple[int, int], tuple[int, int]]] = []
+    stack = [node] if node is not None else []
+    while stack:
+        current = stack.pop()
+        if isinstance(current, ScalarNode):
+            start, end = current.start_mark, current.end_mark
+            spans.append(((start.line, start.column), (end.line, end.column)))
+        elif isinstance(current, SequenceNode):
+            stack.extend(current.value)
+        elif isinstance(current, MappingNode):
+            for key, value in current.value:
+                stack.extend((key, value))
+    return spans
+
+
+def _holds_yaml(line: str) -> bool:
+    stripped = line.strip()
+    return bool(stripped) and not stripped.startswith("#")
+
+
+def suppressions_in(path: Path, display: str, limits: Limits) -> list[Suppression]:
+    """Every suppression comment of one file (cheap when the file has none: a byte search)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(limits.max_bytes + 1)
+    except OSError:
+        return []
+    if MARKER not in data or len(data) > limits.max_bytes:
+        return []
+    lines = data.decode("utf-8", errors="replace").lstrip("\ufeff").splitlines()
+    candidates = [
+        (n, match)
+        for n, text in enumerate(lines)
+        for match in _COMMENT.finditer(text)
+    ]
+    if not candidates:
+        return []
+    spans = _scalar_spans(compose_node(path, limits))
+    out = []
+    for n, match in candidates:
+        at = (n, match.start())
+        if any(start <= at < end for start, end in spans):
+            continue  # the text sits inside a scalar: content, not a comment
+        before = lines[n][: match.start()]
+        covers = n + 1
+        if not before.strip():
+            later = next((k for k in range(n + 1, len(lines)) if _holds_yaml(lines[k])), n)
+            covers = later + 1
+        for code in (c.strip() for c in match.group(1).split(",")):
+            if code:
+                out.append(Suppression(display, n + 1, match.start() + 1, covers, code))
+    return out
+
+
+def apply(
+    findings: list[Finding],
+    files: Iterable[tuple[Path, str]],
+    limits: Limits,
+    known_codes: set[str],
+    judged: set[str] | None = None,
+) -> list[Finding]:
+    """`findings` without the suppressed ones, plus FKB701 for each suppression that did nothing.
+
+    `judged`: codes whose findings this run looked for; a suppression of a code outside it (not
+    selected) cannot be told unused and is left alone.
+    """
+    table: dict[tuple[str, int, str], Suppression] = {}
+    for path, display in files:
+        for s in suppressions_in(path, display, limits):
+            table.setdefault((s.file, s.covers, s.code), s)
+    if not table:
+        return findings
+    used: set[tuple[str, int, str]] = set()
+    kept = []
+    for f in findings:
+        key = (f.file, f.line, f.rule)
+        if f.line and key in table and f.rule != "FKB199":
+            used.add(key)
+        else:
+            kept.append(f)
+    kept.extend(_unused(table, used, known_codes, judged))
+    return kept
+
+
+def _unused(
+    table: dict[tuple[str, int, str], Suppression],
+    used: set[tuple[str, int, str]],
+    known_codes: set[str],
+    judged: set[str] | None,
+) -> Iterator[Finding]:
+    for key, s in table.items():
+        if key in used:
+            continue
+        if s.code not in known_codes:
+            message = f"`# flopkb: ignore[{s.code}]` names no rule"
+        elif judged is not None and s.code not in judged:
+            continue
+        else:
+            message = f"`# flopkb: ignore[{s.code}]` suppresses nothing on line {s.covers}"
+        yield Finding(
+            UNUSED, Severity.warning, s.file, s.line, s.column, None, message,
+            "remove the comment (or fix the code it names)",
+        )  # fmt: skip

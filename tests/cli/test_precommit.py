@@ -1,0 +1,129 @@
+"""pre-commit on a user's KB repository: a deletion that breaks a reference fails the hooks.
+
+`test_pre_commit_itself` runs the real pre-commit (a dev dependency; skipped when it is not
+installed) with local hooks that copy `.pre-commit-hooks.yaml` (entry, files, pass_filenames,
+always_run), only swapping the `flopkb` executable for this interpreter and language `python`
+for `system` (pre-commit would otherwise build an environment from the network). The other
+tests call the hooks' entry commands as pre-commit calls them: the changed files as arguments,
+no arguments at all when only a deletion is staged.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from flopkb.cli import app
+from tests.cli.kbrepo import git, make_repo
+
+ROOT = Path(__file__).resolve().parents[2]
+HOOKS = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+runner = CliRunner()
+CITED = "records/sources/dao-gu-2024-ssd.yaml"  # cited by records/classes/mamba2-ssd.yaml
+
+
+def hook(hook_id: str) -> dict:
+    return next(h for h in HOOKS if h["id"] == hook_id)
+
+
+def test_both_hooks_run_on_every_commit() -> None:
+    # pre-commit skips a hook whose files match nothing: a commit that only deletes would pass
+    assert all(h["always_run"] for h in HOOKS)
+    assert hook("flopkb-validate-all")["pass_filenames"] is False
+    assert hook("flopkb-validate")["entry"] == "flopkb validate --changed"
+
+
+def entry_args(hook_id: str, files: list[str]) -> list[str]:
+    h = hook(hook_id)
+    args = h["entry"].split()[1:]
+    return args + (files if h["pass_filenames"] else [])
+
+
+@pytest.mark.parametrize("hook_id", ["flopkb-validate", "flopkb-validate-all"])
+def test_deleting_a_cited_source_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hook_id: str
+) -> None:
+    repo = make_repo(tmp_path)
+    git(repo, "rm", "-q", CITED)
+    monkeypatch.chdir(repo)
+    # pre-commit passes only files that exist: none here
+    result = runner.invoke(app, [*entry_args(hook_id, []), "-f", "json"])
+    assert result.exit_code == 1, result.output
+    data = json.loads(result.stdout)
+    assert {(e["file"], e["rule"]) for e in data["errors"]} == {
+        ("records/classes/mamba2-ssd.yaml", "FKB301")
+    }
+
+
+def test_changed_file_reports_the_records_that_reference_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_repo(tmp_path)
+    quantity = repo / "records/quantities/hbm_bandwidth.yaml"
+    # the id changes inside the file: every record naming hbm_bandwidth breaks
+    quantity.write_text(quantity.read_text().replace("id: hbm_bandwidth", "id: hbm_bw"))
+    git(repo, "add", "-A")
+    monkeypatch.chdir(repo)
+    changed = ["records/quantities/hbm_bandwidth.yaml"]
+    without = json.loads(runner.invoke(app, ["validate", *changed, "-f", "json"]).stdout)
+    with_refs = json.loads(runner.invoke(app, [*entry_args("flopkb-validate", changed),
+                                               "-f", "json"]).stdout)  # fmt: skip
+    files = {e["file"] for e in with_refs["errors"]}
+    # the accelerator specifies it, the computed ridge point divides by it
+    assert "records/accelerators/h100-sxm.yaml" in files
+    assert files - {e["file"] for e in without["errors"]}
+    assert with_refs["records"] > without["records"]
+
+
+def test_a_clean_commit_passes_and_reports_on_the_changed_file_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_repo(tmp_path)
+    monkeypatch.chdir(repo)
+    result = runner.invoke(app, [*entry_args("flopkb-validate", [CITED]), "-f", "json"])
+    assert result.exit_code == 0, result.stdout
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pre_commit") is None, reason="needs pre-commit")
+def test_pre_commit_itself(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    local = []
+    for h in HOOKS:
+        entry = h["entry"].replace("flopkb", f"{sys.executable} -m flopkb", 1)
+        keys = ("id", "name", "files", "pass_filenames", "always_run", "require_serial")
+        local.append({**{k: h[k] for k in keys if k in h}, "entry": entry, "language": "system"})
+    config = {"repos": [{"repo": "local", "hooks": local}]}
+    (repo / ".pre-commit-config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "hooks")
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"),
+        "GIT_CONFIG_GLOBAL": os.devnull,
+    }
+
+    def pre_commit() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "pre_commit", "run"], cwd=repo, env=env,
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+
+    git(repo, "rm", "-q", CITED)
+    done = pre_commit()
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Skipped" not in done.stdout
+    assert done.stdout.count("Failed") == 2
+    assert done.stdout.count("records/classes/mamba2-ssd.yaml") >= 2
+    assert "FKB301" in done.stdout
+    git(repo, "reset", "-q", "--hard")
+    done = pre_commit()
+    assert done.returncode == 0, done.stdout + done.stderr
