@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from enum import Enum
@@ -130,6 +131,10 @@ def verify(
 ) -> None:
     """Run the experiments linked from claim rows: CPU correctness checks and the plan, or with
     --gpu the timed runs, verdicts and evidence files."""
+    if not gpu:
+        # the CPU plan runs the kernels through Triton's interpreter, which is chosen when triton
+        # is first imported (the check below imports it)
+        os.environ.setdefault("TRITON_INTERPRET", "1")
     missing = _missing_kernel_extra()
     if missing:
         fail(f"verify needs the kernels extra: pip install 'flopkb[kernels]' "

@@ -80,3 +80,14 @@ def test_without_torch_one_line_names_the_kernels_extra_and_exits_2(tmp_path, ar
     ]
     assert done.stdout == ""
     assert list((root / "records" / "evidence").iterdir()) == []
+
+
+def test_plan_mode_from_a_fresh_process_uses_the_interpreter(tmp_path):
+    """A user's shell has no TRITON_INTERPRET: plan mode must still run the kernels on the CPU
+    (triton picks interpreter or compiler at import, and the extra check imports it)."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run(
+        [sys.executable, "-m", "flopkb", "verify", "--claim", "gpu-reduction/determinism-levels",
+         "--format", "json"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600,
+        check=False)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
