@@ -15,12 +15,12 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --fo
 mode=${1:-all}
 start=$(date +%s)
 if [ "$mode" = portable ]; then
-  python3 -m flopkb verify --gpu --portable --memory-budget 24 --out /tmp/ev-portable \
+  timeout "${VERIFY_TIMEOUT:-540}" python3 -m flopkb verify --gpu --portable --memory-budget 24 --out /tmp/ev-portable \
     --format json > "$OUT/verify_portable.json" 2> "$OUT/verify_portable.log"
   rc=$?
   tar czf "$OUT/evidence_portable.tgz" -C /tmp ev-portable
 else
-  python3 -m flopkb verify --gpu --impl all --format json > "$OUT/verify_all.json" \
+  timeout "${VERIFY_TIMEOUT:-540}" python3 -m flopkb verify --gpu --impl all --format json > "$OUT/verify_all.json" \
     2> "$OUT/verify_all.log"
   rc=$?
   tar czf "$OUT/evidence.tgz" records/evidence
