@@ -55,7 +55,8 @@ def _point(ctx: Context, ssd: Any, cond: dict[str, Any], heads: int, headdim: in
     entry = ctx.timings[label]
     if "step_extra_mem_bytes" not in entry:
         raise ExperimentError("no device memory statistics (needs CUDA)")
-    return point_row(head_dim=headdim, heads=heads, width=heads * headdim, step_ms=t.median_ms,
+    return point_row(head_dim=headdim, heads=heads, width=heads * headdim,
+                     label=f"P={headdim}, H={heads} (width {heads * headdim})", step_ms=t.median_ms,
                      step_extra_gib=entry["step_extra_mem_bytes"] / 2**30,
                      peak_gib=entry["peak_mem_bytes"] / 2**30)
 
@@ -73,7 +74,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
             rows.append(_point(ctx, ssd, cond, width // base, p, chunk))
     base, claimed = rows[0]["step_extra_gib"], rows[1]["step_extra_gib"]
     ratio = claimed / base if base else float("inf")
-    plot = {"kind": "bars", "x": "head_dim", "xlabel": "head dimension P (width H*P)",
+    plot = {"kind": "bars", "x": "label", "xlabel": "head dimension P, heads H",
             "ylabel": "training-step memory (GiB)",
             "series": {"added by the step": "step_extra_gib", "peak": "peak_gib"}}
     return Measurement({"ratio": ratio, "base": rows[0], "claimed": rows[1]}, rows, dict(cond),
