@@ -46,6 +46,8 @@ VERDICT_COLOURS = {
     "error": "#7f7f7f",
     "not-run": "#7f7f7f",
 }
+# characters of the header's third line (experiment; measured = ...) that fit the 10-inch figure
+HEADER_CHARS = 175
 CLAIM_COLOUR = "#d62728"
 MEASURED_COLOUR = "#1f1f1f"
 # Columns that hold the judged quantity per sweep point, in the order they are looked for.
@@ -476,6 +478,9 @@ def _header(fig: Any, view: ClaimView) -> None:
     what = (view.measured or {}).get("what")
     if what:
         third += f";  measured = {what}"
+    if len(third) > HEADER_CHARS:
+        # the header has one line for this; the whole text is in the evidence record
+        third = third[:HEADER_CHARS - 1].rstrip() + "…"
     fig.text(0.02, 1 - 3.3 * line, third, fontsize=8, va="top", color="#444444")
     if view.criterion:
         rule = textwrap.fill(f"verdict rule: {view.criterion}", width=150)
