@@ -71,8 +71,9 @@ def test_the_blocks_follow_their_sources(tmp_path: Path) -> None:
     # a copy of the sources with one measured figure and one benchmark figure changed
     for folder in ("records/evidence", "records/accelerators", "bench/results"):
         shutil.copytree(ROOT / folder, tmp_path / folder)
-    ev = next((tmp_path / "records/evidence").glob("ev-mamba2-ssd--ssd-vs-fused-scan-*.yaml"))
-    ev.write_text(ev.read_text().replace("value: 5.38363", "value: 5.12345"), encoding="utf-8")
+    # the newest A2 evidence (the one the tables read); its first judgement is the verdict's
+    ev = sorted((tmp_path / "records/evidence").glob("ev-mamba2-ssd--ssd-vs-fused-scan-*.yaml"))[-1]
+    ev.write_text(ev.read_text().replace("value: 5.44748", "value: 5.12345"), encoding="utf-8")
     dense = tmp_path / "bench/results/dense_h200.json"
     data = json.loads(dense.read_text())
     int8 = next(r for r in data["results"] if r["variant"] == "triton_int8")
@@ -81,5 +82,28 @@ def test_the_blocks_follow_their_sources(tmp_path: Path) -> None:
     figures = _figures()
     text = README.read_text(encoding="utf-8")
     changed = figures.regenerate(text, figures.Sources(root=tmp_path))
-    assert "| 5.12x [5.35, 5.42] |" in changed and "| 1234 TOPS |" in changed
+    assert "| 5.12x [5.42, 5.48] |" in changed and "| 1234 TOPS |" in changed
     assert changed != text
+
+
+def test_implementation_sensitive_claims_are_named_under_the_verdict_table(tmp_path: Path) -> None:
+    figures = _figures()
+    src = figures.Sources()
+    sensitive = {c for c in figures.CLAIMS if src.of(c).implementation_sensitive}
+    assert sensitive  # the committed run has some; the sentence must name exactly those
+    block = figures.block_verdicts(src)
+    sentence = block.split("Implementation-sensitive", 1)[1].replace("\n", " ")
+    assert {c for c in figures.CLAIMS if f"`{c}`" in sentence} == sensitive
+    for claim in sensitive:
+        row = next(line for line in block.splitlines() if line.startswith(f"| `{claim}` ("))
+        assert "**implementation-sensitive**" in row
+    # flipping the flag in a copy of the evidence takes the claim out of the sentence
+    for folder in ("records/evidence", "records/accelerators", "bench/results"):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    claim = sorted(sensitive)[0]
+    stem = "ev-" + claim.replace("/", "--") + "-h200-sxm-"
+    ev = sorted((tmp_path / "records/evidence").glob(stem + "*.yaml"))[-1]
+    ev.write_text(ev.read_text().replace("implementation_sensitive: true",
+                                         "implementation_sensitive: false"), encoding="utf-8")
+    changed = figures.block_verdicts(figures.Sources(root=tmp_path))
+    assert f"`{claim}`" not in changed.split("Implementation-sensitive", 1)[1]
