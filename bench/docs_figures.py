@@ -162,6 +162,16 @@ def primary(e: EvidenceRecord, *keys: str) -> dict[str, Any]:
     return point(e, **{k: e.conditions[k] for k in keys})
 
 
+def _row_of_measured(e: EvidenceRecord, column: str,
+                     rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The sweep row whose `column` is the measured value (where the verdict was read)."""
+    value = e.measured.value if e.measured else None
+    for r in judged(e) if rows is None else rows:
+        if value is not None and math.isclose(r[column], value, rel_tol=1e-4):
+            return r
+    raise MissingFigure(f"{e.claim}: no sweep point with {column} = the measured {value}")
+
+
 def measured(e: EvidenceRecord, unit: str = "x") -> str:
     m = e.measured
     if m is None:
@@ -305,8 +315,7 @@ def _a5(e: EvidenceRecord) -> tuple[str, str]:
 
 def _a6(e: EvidenceRecord) -> tuple[str, str]:
     c = e.conditions
-    p = next(r for r in judged(e) if math.isclose(r["misprediction"], e.measured.value,
-                                                  rel_tol=1e-4))
+    p = _row_of_measured(e, "misprediction")
     fractions = e.statistics.get("data", {}).get("roofline_fraction", {})
     same_n = [r for r in judged(e) if r["state_dim"] == c["state_dim"]]
     at = others(e, "seq_len", lambda v: f"T={size(v)}", column="misprediction",
@@ -448,7 +457,7 @@ def _large(e: EvidenceRecord) -> list[dict[str, Any]]:
 
 def _d3(e: EvidenceRecord) -> tuple[str, str]:
     c = e.conditions
-    read = next(r for r in _large(e) if math.isclose(r["ratio"], e.measured.value, rel_tol=1e-4))
+    read = _row_of_measured(e, "ratio", _large(e))
     bound = [size(r["elements"]) + (" (the claim's)" if r["elements"] == c["elements"] else "")
              for r in judged(e) if r.get("launch_bound")]
     rest = [f"{x1(r['ratio'])} at {size(r['elements'])}" for r in _large(e) if r is not read]
@@ -929,8 +938,7 @@ def block_kernel_notes(src: Sources) -> str:
     first = min(ssd["shapes"], key=lambda s: (s["shape"]["N"], s["shape"]["T"]))
     ours = next(r for r in first["rows"] if r["name"] == "ours:q256")["roofline"]
     scan = src.of("selective-ssm-scan/flops-predict-time-poorly")
-    p = next(r for r in judged(scan) if math.isclose(r["misprediction"], scan.measured.value,
-                                                      rel_tol=1e-4))
+    p = _row_of_measured(scan, "misprediction")
     attention = [r["roofline_fraction"] for r in dense["results"] if r["section"] == "attention"]
     return paragraph(
         f"SSD chunked (`q256`) reaches {ours['fwd']['frac_roofline']:.2f} of its roofline in the "
