@@ -47,7 +47,7 @@ VERDICT_COLOURS = {
     "not-run": "#7f7f7f",
 }
 # characters of the header's third line (experiment; measured = ...) that fit the 10-inch figure
-HEADER_CHARS = 175
+HEADER_CHARS = 128
 CLAIM_COLOUR = "#d62728"
 MEASURED_COLOUR = "#1f1f1f"
 # Columns that hold the judged quantity per sweep point, in the order they are looked for.
@@ -357,8 +357,12 @@ def _overlay_measure(ax: Any, rows: list[dict[str, Any]], column: str, view: Cla
     if column in {"ratio", "speedup", "misprediction"} and lows and min(lows) <= 4:
         ax.axhline(1.0, color="grey", linewidth=1, linestyle=":", label="parity (1x)")
     expected, measured = view.expected or {}, view.measured or {}
-    if expected.get("kind") == "ratio" and measured.get("unit") == "x":
-        low, high = expected.get("low"), expected.get("high")
+    low, high = expected.get("low"), expected.get("high")
+    percent = expected.get("unit") == "%" and column == "ratio"
+    if percent:
+        # an overhead claimed in percent, drawn on the time-ratio panel as 1 + p/100
+        low, high = (None if v is None else 1 + v / 100 for v in (low, high))
+    if (expected.get("kind") == "ratio" and measured.get("unit") == "x") or percent:
         at = (expected.get("condition") or {}).get("at")
         text = f"claimed {expected.get('text')}"
         if at is not None and low is not None:
