@@ -11,10 +11,16 @@ bundled one), then times, in one run and as subprocesses (interpreter start-up i
 (b) is also timed with FLOPKB_WORKERS=1 (one process, no pool), and CPU time is recorded beside
 wall time: on a busy machine the wall figures move, the CPU figures much less.
 
-Targets (issue 2): (b) <= 1.5 x (a), and (b) >= 10 x faster than (c). Writes
-bench/results/validate_scale.json with the figures, the machine and the command.
+A second KB holds class records only (issue 12): 10,000 clones of the bundled class records, with
+the bundled accelerators, quantities and sources they reference and no evidence (evidence files
+are number-heavy, where flopkb's own value builder beats PyYAML's constructor and flatters the
+ratio). There the bench times (a0) the bare `yaml.compose` of the files (libyaml's node tree, no
+values), (a) the `yaml.load(CSafeLoader)` floor and (b) `flopkb validate`.
 
-    python bench/validate_scale.py [--records 10000] [--repeat 3] [--skip-peer]
+Targets: (b) <= 1.5 x (a) on both KBs (issues 2 and 12), and (b) >= 10 x faster than (c).
+Writes bench/results/validate_scale.json with the figures, the machine and the command.
+
+    python bench/validate_scale.py [--records 10000] [--repeat 3] [--skip-peer] [--classes-only]
 """
 
 from __future__ import annotations
@@ -43,6 +49,11 @@ FLOOR = (
     "import pathlib, sys, yaml\n"
     "for p in sorted(pathlib.Path(sys.argv[1]).rglob('*.yaml')):\n"
     "    yaml.load(p.read_bytes(), Loader=yaml.CSafeLoader)\n"
+)
+COMPOSE = (
+    "import pathlib, sys, yaml\n"
+    "for p in sorted(pathlib.Path(sys.argv[1]).rglob('*.yaml')):\n"
+    "    yaml.compose(p.read_bytes(), Loader=yaml.CSafeLoader)\n"
 )
 
 
@@ -111,6 +122,46 @@ def build_kb(target: Path, n_records: int, source_root: Path = REPO) -> int:
     return written
 
 
+def build_class_kb(target: Path, n_classes: int, source_root: Path = REPO) -> int:
+    """`n_classes` clones of the bundled class records plus the records they reference, no evidence.
+
+    Accelerators, quantities and sources are written once under their own ids; each class clone
+    gets a new id. Without evidence a `measured` row cannot be earned, so clones carry such rows
+    as `unverified` (and drop what an unverified row must not carry): the KB stays valid.
+    """
+    records = _source_records(source_root)
+    classes = [(rel, data) for rel, data in records if data.get("kind") in ("operator", "model")]
+    support = [
+        (rel, d) for rel, d in records if d.get("kind") in ("accelerator", "quantity", "source")
+    ]
+    if not classes:
+        raise SystemExit(f"no class records under {source_root / 'records'}")
+    written = 0
+    for rel, data in support:
+        path = target / "records" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = yaml.dump(data, Dumper=yaml.CSafeDumper, sort_keys=False, allow_unicode=True)
+        path.write_text(text)
+        written += 1
+    folder = target / "records" / "classes"
+    folder.mkdir(parents=True, exist_ok=True)
+    for k in range(n_classes):
+        _, data = classes[k % len(classes)]
+        clone = json.loads(json.dumps(data, default=str))
+        clone["id"] = f"{data['id']}-c{k // len(classes)}"
+        # `related` names other classes; the clone group of this index may not hold them all
+        clone.pop("related", None)
+        for row in clone.get("flop", {}).get("hardware_parameters", []) or []:
+            if row.get("basis") == "measured":
+                row["basis"] = "unverified"
+                row.pop("source", None)
+                row.pop("formula", None)
+        text = yaml.dump(clone, Dumper=yaml.CSafeDumper, sort_keys=False, allow_unicode=True)
+        (folder / f"{clone['id']}.yaml").write_text(text)
+        written += 1
+    return written
+
+
 def _time(
     cmd: list[str],
     cwd: Path,
@@ -157,13 +208,81 @@ def machine() -> dict[str, Any]:
     }
 
 
+def _composition(root: Path) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for path in sorted((root / "records").rglob("*.yaml")):
+        folder = out.setdefault(path.parent.name, {"files": 0, "bytes": 0})
+        folder["files"] += 1
+        folder["bytes"] += path.stat().st_size
+    return out
+
+
+def classes_only(n_classes: int, repeat: int) -> dict[str, Any]:
+    """(a0) compose, (a) CSafeLoader floor, (b) validate on a KB of class records, no evidence."""
+    with tempfile.TemporaryDirectory(prefix="flopkb-classes-") as tmp:
+        root = Path(tmp)
+        n = build_class_kb(root, n_classes)
+        compose = _time([sys.executable, "-c", COMPOSE, "records"], root, repeat)
+        floor = _time([sys.executable, "-c", FLOOR, "records"], root, repeat)
+        validate_cmd = [sys.executable, "-m", "flopkb", "validate", "records", "--format", "json"]
+        ours = _time(validate_cmd, root, repeat)
+        serial = _time(validate_cmd, root, repeat, env={"FLOPKB_WORKERS": "1"})
+        result = json.loads(
+            subprocess.run(validate_cmd, cwd=root, capture_output=True, text=True).stdout
+        )
+        figures = {
+            "records": n,
+            "composition": _composition(root),
+            "a0_yaml_compose_s": compose["median_s"],
+            "a_libyaml_parse_s": floor["median_s"],
+            "b_flopkb_validate_s": ours["median_s"],
+            "b_over_a": ours["median_s"] / floor["median_s"],
+            "a0_over_a": compose["median_s"] / floor["median_s"],
+            "b_serial_s": serial["median_s"],
+            "b_serial_over_a": serial["median_s"] / floor["median_s"],
+            "targets": {"b_over_a_max": 1.5},
+            "validate_result": {
+                "ok": result["ok"],
+                "records": result["records"],
+                "errors": len(result["errors"]),
+                "warnings": len(result["warnings"]),
+            },
+            "cpu_s": {
+                "a0": compose["cpu_s"], "a": floor["cpu_s"], "b": ours["cpu_s"],
+                "b_serial": serial["cpu_s"],
+            },
+            "runs": {"a0": compose, "a": floor, "b": ours, "b_serial": serial},
+            "machine": machine(),
+            "command": " ".join(["python", "bench/validate_scale.py", *sys.argv[1:]]),
+            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+    print(f"class-only KB: {n} records")
+    print(f"(a0) yaml.compose            {figures['a0_yaml_compose_s']:.2f} s")
+    print(f"(a)  yaml.load(CSafeLoader)  {figures['a_libyaml_parse_s']:.2f} s")
+    print(
+        f"(b)  flopkb validate         {figures['b_flopkb_validate_s']:.2f} s   "
+        f"= {figures['b_over_a']:.2f} x (a)   (serial {figures['b_serial_s']:.2f} s)"
+    )
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--skip-peer", action="store_true", help="do not run check-jsonschema")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--classes-only", action="store_true",
+        help="time only the class-only KB; keep the mixed KB's figures already in --out",
+    )  # fmt: skip
     args = parser.parse_args()
+    if args.classes_only:
+        previous = json.loads(args.out.read_text()) if args.out.exists() else {}
+        previous["classes_only"] = classes_only(args.records, args.repeat)
+        args.out.write_text(json.dumps(previous, indent=2) + "\n")
+        print(f"wrote {args.out}")
+        return
 
     with tempfile.TemporaryDirectory(prefix="flopkb-scale-") as tmp:
         root = Path(tmp)
@@ -211,6 +330,7 @@ def main() -> None:
         "machine": machine(),
         "command": " ".join(["python", "bench/validate_scale.py", *sys.argv[1:]]),
         "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "classes_only": classes_only(args.records, args.repeat),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(figures, indent=2) + "\n")

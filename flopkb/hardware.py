@@ -176,7 +176,10 @@ def _rounded(value: float | None) -> float | None:
 def _measured(kb: KnowledgeBase, acc_id: str) -> dict[str, dict[str, Any]]:
     """Latest calibration evidence (claim-less) per experiment on this part: measured ceilings."""
     latest: dict[str, EvidenceRecord] = {}
+    implausible = kb.implausible_evidence()
     for ev in kb.evidence.values():
+        if ev.id in implausible:
+            continue  # a calibration dated in the future must not set today's ceilings
         if ev.claim is None and ev.accelerator == acc_id and ev.measured is not None:
             prev = latest.get(ev.experiment)
             if prev is None or (ev.timestamp, ev.id) > (prev.timestamp, prev.id):

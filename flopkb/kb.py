@@ -22,7 +22,15 @@ from typing import Any
 from yaml.nodes import Node
 
 from flopkb.findings import Finding
-from flopkb.load import Document, Limits, compose_node, locate, read_document, to_record
+from flopkb.load import (
+    Document,
+    Limits,
+    Locator,
+    compose_node,
+    load_finding,
+    read_document,
+    to_record,
+)
 from flopkb.model import (
     AcceleratorRecord,
     ClassRecord,
@@ -53,8 +61,11 @@ class KnowledgeBase:
     partial: dict[str, str] = field(default_factory=dict)
     duplicates: list[tuple[str, str, str]] = field(default_factory=list)
     limits: Limits = field(default_factory=Limits)
-    _nodes: dict[str, Node | None] = field(default_factory=dict, repr=False)
+    _nodes: dict[str, Locator] = field(default_factory=dict, repr=False)
     _kinds: tuple[int, int, dict[type, dict[str, Any]]] | None = field(default=None, repr=False)
+    _implausible: tuple[int, int, dict[str, tuple[str, str]]] | None = field(
+        default=None, repr=False
+    )
 
     def _of(self, cls: type) -> dict[str, Any]:
         # Checks ask for `kb.classes` etc. many times: index by type once per state of `records`.
@@ -86,6 +97,17 @@ class KnowledgeBase:
     def evidence(self) -> dict[str, EvidenceRecord]:
         return self._of(EvidenceRecord)
 
+    def implausible_evidence(self) -> dict[str, tuple[str, str]]:
+        """evidence id -> (kind, why) for evidence whose timestamp cannot be true (in the future,
+        or before its accelerator existed): it never gives a claim's latest verdict
+        (`flopkb.plausibility`). Computed once per state of `records`."""
+        from flopkb.plausibility import implausible_evidence
+
+        key = (id(self.records), len(self.records))
+        if self._implausible is None or self._implausible[:2] != key:
+            self._implausible = (*key, implausible_evidence(self))
+        return self._implausible[2]
+
     def claims(self) -> Iterator[tuple[str, ClassRecord, HardwareParameter]]:
         """Every claim as (global id `<record>/<row>`, its class record, its row)."""
         for rid, record in sorted(self.classes.items()):
@@ -115,10 +137,9 @@ class KnowledgeBase:
         file = self.file_of(record_id)
         if record_id not in self._nodes:
             source = self.files.get(record_id)
-            self._nodes[record_id] = (
-                compose_node(source, self.limits) if source is not None else None
-            )
-        line, column = locate(self._nodes[record_id], path)
+            node: Node | None = compose_node(source, self.limits) if source is not None else None
+            self._nodes[record_id] = Locator(node)
+        line, column = self._nodes[record_id].locate(path)
         return file, line, column
 
 
@@ -161,16 +182,35 @@ def _read_chunk(
     """Worker: files -> (value or None, findings); node trees stay behind (where() recomposes)."""
     out = []
     for path in paths:
-        doc = read_document(path, display_path(path), limits)
+        doc = _read_one(path, limits)
         out.append((doc.data, doc.findings))
     return out
+
+
+def _internal_error(display: str, record: str | None, stage: str, exc: BaseException) -> Finding:
+    return load_finding(
+        "FKB199", display, 0, 0, record,
+        f"internal error while {stage} this file: {type(exc).__name__}: {str(exc)[:200]}",
+        "this is a bug in flopkb, not in the records; please report it",
+    )  # fmt: skip
+
+
+def _read_one(path: Path, limits: Limits) -> Document:
+    """read_document, where an exception (a bug) is a finding of this file, never of the run."""
+    display = display_path(path)
+    try:
+        return read_document(path, display, limits)
+    except Exception as exc:
+        doc = Document(path=path, display=display)
+        doc.findings.append(_internal_error(display, None, "reading", exc))
+        return doc
 
 
 def _documents(paths: list[Path], limits: Limits) -> Iterator[Document]:
     workers = workers_for(len(paths))
     if workers == 1:
         for path in paths:
-            yield read_document(path, display_path(path), limits)
+            yield _read_one(path, limits)
         return
     size = -(-len(paths) // (workers * 4))
     chunks = [paths[i : i + size] for i in range(0, len(paths), size)]
@@ -219,7 +259,10 @@ def _add(kb: KnowledgeBase, doc: Document, findings: list[Finding]) -> None:
     if doc.data is None:
         kb.unloaded.setdefault(path.stem, display)
         return
-    record, problems = to_record(doc, path.stem, kb.limits)
+    try:
+        record, problems = to_record(doc, path.stem, kb.limits)
+    except Exception as exc:
+        record, problems = None, [_internal_error(display, path.stem, "validating", exc)]
     findings.extend(problems)
     if record is None:
         kb.unloaded.setdefault(path.stem, display)

@@ -19,6 +19,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from flopkb import budget
+
 MagnitudeKind = Literal["ratio", "percent", "proportion", "crossover", "value", "qualitative"]
 Bound = Literal["exact", "range", "upper", "lower", "approx", "none"]
 
@@ -79,8 +81,20 @@ def _size(match: re.Match[str]) -> tuple[int, str]:
 
 def parse_magnitude(text: str) -> Magnitude:
     """Parse `text` in the magnitude grammar, or raise MagnitudeError."""
+    if len(text) > budget.MAX_MAGNITUDE_CHARS:
+        raise MagnitudeError(
+            f"expected a magnitude of at most {budget.MAX_MAGNITUDE_CHARS} characters, "
+            f"got {len(text)}"
+        )
     norm = _normalise(text)
     figures = tuple(_FIGURE.findall(norm))
+    for figure in figures:
+        if len(figure) > budget.MAX_NUMBER_CHARS:
+            # float("9" * 400) is inf, and a crossover size of inf tokens has no int value
+            raise MagnitudeError(
+                f"expected numbers of at most {budget.MAX_NUMBER_CHARS} characters, "
+                f"got one of {len(figure)}"
+            )
     if norm.lower() == "qualitative":
         return Magnitude(text, "qualitative", None, None, None, "none")
     if m := _QUANTITY.match(norm):

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flopkb import suppression
+from flopkb import budget, suppression
 from flopkb.check import load_checks, run_checks
 from flopkb.check.base import RULES
 from flopkb.findings import Finding, Severity, sorted_findings
 from flopkb.kb import display_path, load_files
-from flopkb.load import Limits
+from flopkb.load import Limits, load_finding
 from flopkb.paths import bundled_root
 from flopkb.referencing import referencing
 from flopkb.selection import Selection, excluded
@@ -233,8 +233,41 @@ def validate(
     )
     findings = selection.apply(sorted_findings(findings))
     return ValidationResult(
-        findings=findings,
+        findings=capped(findings),
         records=len(shown_paths),
         strict=strict,
         kb=kb_info if kb_info is not None else _kb_info(root),
     )
+
+
+_RANK = {Severity.error: 0, Severity.warning: 1, Severity.info: 2}
+
+
+def capped(findings: list[Finding], limit: int = budget.MAX_FINDINGS_PER_FILE) -> list[Finding]:
+    """At most `limit` findings per file, and one FKB116 note saying how many more there were.
+
+    Errors are kept before warnings before notes, so the findings shown decide the exit code as
+    the whole set would; the order stays file, line, column.
+    """
+    by_file: dict[str, list[Finding]] = {}
+    for finding in findings:
+        by_file.setdefault(finding.file, []).append(finding)
+    if all(len(group) <= limit for group in by_file.values()):
+        return findings
+    out: list[Finding] = []
+    for file, group in by_file.items():
+        if len(group) <= limit or not file:
+            out += group
+            continue
+        ranked = sorted(group, key=lambda f: (_RANK[f.severity], f.sort_key))
+        first_cut = ranked[limit]
+        out += ranked[:limit]
+        out.append(
+            load_finding(
+                "FKB116", file, first_cut.line or 1, first_cut.column or 1, first_cut.record,
+                f"{len(group) - limit} more findings in this file not shown "
+                f"(at most {limit} per file)",
+                "fix the ones shown and run again",
+            )
+        )  # fmt: skip
+    return sorted_findings(out)

@@ -18,9 +18,9 @@ from flopkb.kb import KnowledgeBase, workers_for
 
 # In data-flow order: structure before references before provenance.
 CHECK_MODULES = (
-    "structure", "references", "formulas", "provenance", "units", "evidence", "graph",
-    "suppressions",
-)
+    "structure", "references", "formulas", "provenance", "units", "evidence", "plausibility",
+    "graph", "suppressions",
+)  # fmt: skip
 
 
 def load_checks() -> None:
@@ -32,22 +32,30 @@ def load_checks() -> None:
 
 
 def _run_one(ctx: CheckContext, index: int) -> list[Finding]:
-    """Run CHECKS[index]; a crashing check becomes an FKB199 finding, never an exception."""
+    """Run CHECKS[index]; a crashing check becomes an FKB199 finding, never an exception.
+
+    Checks guard each record themselves (`CheckContext.isolated`), so a record that trips a bug
+    costs its own findings only; what escapes that (a shared precomputation) still keeps the
+    findings the check yielded before it failed.
+    """
     from flopkb.check.base import CHECKS
 
     kb = ctx.kb
     fn = CHECKS[index]
+    found: list[Finding] = []
     try:
-        return list(fn(ctx))
+        for finding in fn(ctx):
+            found.append(finding)
     except Exception as exc:
         name = f"{fn.__module__}.{fn.__qualname__}"
-        return [
+        found.append(
             Finding(
                 "FKB199", Severity.error, str(kb.root or ""), 0, 0, None,
-                f"internal error in check {name}: {type(exc).__name__}: {exc}",
+                f"internal error in check {name}: {type(exc).__name__}: {str(exc)[:200]}",
                 "this is a bug in flopkb, not in the records; please report it",
             )
-        ]  # fmt: skip
+        )  # fmt: skip
+    return found
 
 
 # The context a forked check worker inherits (set just before the pool forks; never pickled).

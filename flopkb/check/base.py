@@ -8,7 +8,7 @@ FKB4xx formulas, units and hardware, FKB5xx evidence, FKB6xx graph.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +52,20 @@ class CheckContext:
         """A finding at the YAML node `path` of record `record_id` (or its nearest parent)."""
         file, line, column = self.kb.where(record_id, *path)
         return Finding(rule_.code, rule_.severity, file, line, column, record_id, message, hint)
+
+    def isolated(self, record_id: str, findings: Iterable[Finding]) -> Iterator[Finding]:
+        """The findings of one record's checks; an exception there (a bug in flopkb that some
+        record content trips) is an FKB199 finding of that record, and the check goes on with
+        the next record: one record never hides the findings of the others."""
+        try:
+            yield from findings
+        except Exception as exc:
+            yield Finding(
+                "FKB199", Severity.error, self.kb.file_of(record_id), 0, 0, record_id,
+                f"internal error while checking this record: {type(exc).__name__}: "
+                f"{str(exc)[:200]}",
+                "this is a bug in flopkb, not in the records; please report it",
+            )  # fmt: skip
 
 
 Check = Callable[[CheckContext], Iterable[Finding]]

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from flopkb.check.base import CheckContext, check, rule
 from flopkb.findings import Finding, Severity
+from flopkb.model import EvidenceRecord
 from flopkb.verify import registry
 from flopkb.verify.hashing import stale_evidence
 
@@ -26,31 +27,40 @@ ROW_EXPERIMENT = rule("FKB507", Severity.error,
 def evidence_integrity(ctx: CheckContext) -> Iterator[Finding]:
     kb = ctx.kb
     for eid, ev in sorted(kb.evidence.items()):
-        if ev.claim is not None:
-            found = kb.claim(ev.claim)
+        yield from ctx.isolated(eid, _one_evidence(ctx, eid, ev))
+    yield from _stale_and_links(ctx)
+
+
+def _one_evidence(ctx: CheckContext, eid: str, ev: EvidenceRecord) -> Iterator[Finding]:
+    """FKB501-FKB506 for one evidence record."""
+    kb = ctx.kb
+    if ev.claim is not None:
+        found = kb.claim(ev.claim)
+        if found is None:
             # a claim in a record (or row) that failed to load has its own findings there
-            if found is None and (
-                ev.claim in kb.unloaded or ev.claim.partition("/")[0] in kb.unloaded
-            ):
-                pass
-            elif found is None:
+            if ev.claim not in kb.unloaded and ev.claim.partition("/")[0] not in kb.unloaded:
                 yield ctx.finding(UNKNOWN_CLAIM, eid, ("claim",),
                                   f"claim {ev.claim!r} does not exist",
                                   hint="claims are <class record id>/<row id>")
-            elif found[1].verify and found[1].verify.experiment != ev.experiment:
-                yield ctx.finding(CLAIM_EXPERIMENT, eid, ("experiment",),
-                                  f"experiment {ev.experiment!r} but {ev.claim} links to "
-                                  f"{found[1].verify.experiment!r}")
-        if not registry.experiment_exists(ev.experiment):
-            yield ctx.finding(UNKNOWN_EXPERIMENT, eid, ("experiment",),
-                              f"no bundled experiment {ev.experiment!r}",
-                              hint=f"known: {', '.join(sorted(registry.EXPERIMENTS))}")
-        if not ev.kernel_hashes:
-            yield ctx.finding(NO_HASHES, eid, ("kernel_hashes",),
-                              "kernel_hashes is empty: the evidence cannot say what it ran")
-        if ev.accelerator is not None and ev.accelerator not in kb.accelerators:
-            yield ctx.finding(UNKNOWN_ACCELERATOR, eid, ("accelerator",),
-                              f"{ev.accelerator!r} is not an accelerator record")
+        elif found[1].verify and found[1].verify.experiment != ev.experiment:
+            yield ctx.finding(CLAIM_EXPERIMENT, eid, ("experiment",),
+                              f"experiment {ev.experiment!r} but {ev.claim} links to "
+                              f"{found[1].verify.experiment!r}")
+    if not registry.experiment_exists(ev.experiment):
+        yield ctx.finding(UNKNOWN_EXPERIMENT, eid, ("experiment",),
+                          f"no bundled experiment {ev.experiment!r}",
+                          hint=f"known: {', '.join(sorted(registry.EXPERIMENTS))}")
+    if not ev.kernel_hashes:
+        yield ctx.finding(NO_HASHES, eid, ("kernel_hashes",),
+                          "kernel_hashes is empty: the evidence cannot say what it ran")
+    if ev.accelerator is not None and ev.accelerator not in kb.accelerators:
+        yield ctx.finding(UNKNOWN_ACCELERATOR, eid, ("accelerator",),
+                          f"{ev.accelerator!r} is not an accelerator record")
+
+
+def _stale_and_links(ctx: CheckContext) -> Iterator[Finding]:
+    """FKB504 (stale kernels) and FKB507 (a claim row links to no bundled experiment)."""
+    kb = ctx.kb
     for stale in stale_evidence(kb):
         yield ctx.finding(STALE, stale.evidence, ("kernel_hashes",),
                           f"kernel sources of {stale.experiment!r} changed since this evidence "

@@ -109,19 +109,8 @@ def quantity_values(ctx: CheckContext) -> Iterator[Finding]:
     kb = ctx.kb
     values = values_of(ctx)
     for qid, formula in sorted(values.formulas.items()):
-        if isinstance(formula, FormulaError):
-            continue
-        failures: dict[str, list[str]] = {}
-        for acc_id in sorted(values.candidates(qid)):
-            acc = kb.accelerators[acc_id]
-            try:
-                values.resolve(acc, qid)
-            except MissingInput:
-                continue
-            except FormulaError as exc:
-                failures.setdefault(str(exc).replace(f" on {acc_id}", ""), []).append(acc_id)
-        for message, accs in failures.items():
-            yield ctx.finding(EVAL_FAILS, qid, ("formula",), f"{message} on {', '.join(accs)}")
+        if not isinstance(formula, FormulaError):
+            yield from ctx.isolated(qid, _evaluates(ctx, values, qid))
     for acc_id, acc in sorted(kb.accelerators.items()):
         for qid in acc.specs:
             if qid in values.formulas:
@@ -129,6 +118,21 @@ def quantity_values(ctx: CheckContext) -> Iterator[Finding]:
                     TYPED_IN, acc_id, ("specs", qid),
                     f"{qid} is computed ({kb.quantities[qid].formula}); remove the typed value",
                 )  # fmt: skip
+
+
+def _evaluates(ctx: CheckContext, values: QuantityValues, qid: str) -> Iterator[Finding]:
+    """FKB404 for one computed quantity, one finding per distinct failure."""
+    failures: dict[str, list[str]] = {}
+    for acc_id in sorted(values.candidates(qid)):
+        acc = ctx.kb.accelerators[acc_id]
+        try:
+            values.resolve(acc, qid)
+        except MissingInput:
+            continue
+        except FormulaError as exc:
+            failures.setdefault(str(exc).replace(f" on {acc_id}", ""), []).append(acc_id)
+    for message, accs in failures.items():
+        yield ctx.finding(EVAL_FAILS, qid, ("formula",), f"{message} on {', '.join(accs)}")
 
 
 __all__ = ["MissingInput", "NotApplicable", "QuantityValues", "parsed", "values_of"]

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from difflib import SequenceMatcher
 
+from flopkb import budget
 from flopkb.check.base import CheckContext, check, rule
 from flopkb.check.formulas import (
     BAD_FORMULA,
@@ -28,7 +28,7 @@ from flopkb.formula import FormulaError
 from flopkb.kb import KnowledgeBase
 from flopkb.magnitude import MagnitudeError, parse_magnitude
 from flopkb.model import Basis, ClassRecord, Verdict
-from flopkb.text import normalise
+from flopkb.text import closest_span, normalise
 from flopkb.verify.evidence import latest
 
 NOT_VERBATIM = rule(
@@ -64,7 +64,12 @@ NOTHING_TO_EVALUATE = rule(
 )
 
 _NUMBER = re.compile(r"(?<![\d.])\d+(?:\.\d+)?(?![\d])")
-_SPAN_HINT_MAX = 160
+
+
+def _cut(text: str, limit: int = 200) -> str:
+    """`repr(text)` cut to `limit` characters: a message never echoes a whole paragraph."""
+    shown = repr(text)
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
 
 
 def number_tokens(text: str) -> set[str]:
@@ -79,25 +84,6 @@ def has_size(text: str, size: str) -> bool:
         return size in number_tokens(text)
     pattern = rf"(?<![\d.]){re.escape(number)}\s?[{suffix.lower()}{suffix.upper()}](?![A-Za-z0-9])"
     return re.search(pattern, text) is not None
-
-
-def closest_span(prose: str, effect: str) -> str:
-    """The span of `prose` (by words) most similar to `effect`, for the FKB201 hint."""
-    words = prose.split(" ")
-    width = max(1, len(effect.split(" ")))
-    best, best_ratio = "", -1.0
-    matcher = SequenceMatcher(autojunk=False)
-    matcher.set_seq2(effect)
-    for size in {max(1, width - 2), width, width + 2}:
-        for start in range(max(1, len(words) - size + 1)):
-            candidate = " ".join(words[start : start + size])
-            matcher.set_seq1(candidate)
-            if matcher.real_quick_ratio() <= best_ratio or matcher.quick_ratio() <= best_ratio:
-                continue
-            ratio = matcher.ratio()
-            if ratio > best_ratio:
-                best, best_ratio = candidate, ratio
-    return best if len(best) <= _SPAN_HINT_MAX else best[: _SPAN_HINT_MAX - 3] + "..."
 
 
 def _confirmed_on(kb: KnowledgeBase) -> dict[str, set[str]]:
@@ -119,7 +105,7 @@ def provenance(ctx: CheckContext) -> Iterator[Finding]:
     confirmed = _confirmed_on(ctx.kb)
     for rid, record in sorted(ctx.kb.classes.items()):
         if record.flop.hardware_parameters:
-            yield from _record(ctx, rid, record, confirmed)
+            yield from ctx.isolated(rid, _record(ctx, rid, record, confirmed))
 
 
 def _record(
@@ -127,6 +113,10 @@ def _record(
 ) -> Iterator[Finding]:
     prose = normalise(record.prose)
     tokens = number_tokens(prose)
+    words = prose.split(" ")
+    # closest-span hints of one record scan its prose at most this many times in all (a 1 MiB
+    # record of 100 non-verbatim rows would otherwise scan half a million words 100 times)
+    hints_left = max(1, budget.HINT_WORDS_PER_RECORD // max(1, len(words)))
     seen: dict[str, int] = {}
     for i, row in enumerate(record.flop.hardware_parameters):
         at = ("flop", "hardware_parameters", i)
@@ -140,9 +130,12 @@ def _record(
         seen.setdefault(row.id, i)
         effect = normalise(row.effect)
         if effect not in prose:
+            span = closest_span(prose, effect, words) if hints_left > 0 else None
+            hints_left -= 1
             yield ctx.finding(
-                NOT_VERBATIM, rid, (*at, "effect"), f"effect {row.effect!r} is not in the prose",
-                f"closest span of the prose: {closest_span(prose, effect)!r}",
+                NOT_VERBATIM, rid, (*at, "effect"),
+                f"effect {_cut(row.effect)} is not in the prose",
+                f"closest span of the prose: {span!r}" if span is not None else None,
             )  # fmt: skip
         yield from _magnitude(ctx, rid, at, row.magnitude, prose, tokens)
         yield from _basis(ctx, rid, record, i, confirmed.get(f"{rid}/{row.id}", set()))

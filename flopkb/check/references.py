@@ -97,21 +97,30 @@ def references_resolve(ctx: CheckContext) -> Iterator[Finding]:
     hints = _Hints(kb)
     for rid, path, target, expected in _references(ctx):
         found = kb.records.get(target)
-        if isinstance(found, expected):
-            continue
-        noun = _NOUN[expected]
-        field = dotted(path)
-        if found is None:
-            if target in kb.unloaded:
-                continue
-            close = hints.closest(target, expected)
-            hint = f"did you mean {close!r}?" if close else None
-            yield ctx.finding(
-                MISSING, rid, path, f"{field}: {target!r} is not a record; expected {noun}", hint
-            )
-        elif not isinstance(found, expected):
-            yield ctx.finding(
-                WRONG_KIND, rid, path,
-                f"{field}: {target!r} is {_article(found.kind.value)} record "
-                f"({kb.file_of(target)}); expected {noun}",
-            )  # fmt: skip
+        if not isinstance(found, expected):
+            yield from ctx.isolated(rid, _unresolved(ctx, hints, rid, path, target, expected))
+
+
+def _unresolved(
+    ctx: CheckContext, hints: _Hints, rid: str, path: tuple[str | int, ...], target: str,
+    expected: type,
+) -> Iterator[Finding]:
+    """FKB301 or FKB302 for one reference that does not name a record of the expected kind."""
+    kb = ctx.kb
+    found = kb.records.get(target)
+    noun = _NOUN[expected]
+    field = dotted(path)
+    if found is None:
+        if target in kb.unloaded:
+            return
+        close = hints.closest(target, expected)
+        hint = f"did you mean {close!r}?" if close else None
+        yield ctx.finding(
+            MISSING, rid, path, f"{field}: {target!r} is not a record; expected {noun}", hint
+        )
+    else:
+        yield ctx.finding(
+            WRONG_KIND, rid, path,
+            f"{field}: {target!r} is {_article(found.kind.value)} record "
+            f"({kb.file_of(target)}); expected {noun}",
+        )  # fmt: skip

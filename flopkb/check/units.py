@@ -16,6 +16,7 @@ from collections.abc import Iterator
 
 from flopkb.check.base import CheckContext, check, rule
 from flopkb.findings import Finding, Severity
+from flopkb.model import AcceleratorRecord
 
 UNIT_CONVERTIBLE = rule(
     "FKB410",
@@ -62,43 +63,50 @@ def convert(value: float, unit: str, target: str) -> float | None:
 @check
 def spec_units(ctx: CheckContext) -> Iterator[Finding]:
     """FKB410-413: units match the quantity, nulls carry notes, required specs are present."""
-    quantities = ctx.kb.quantities
     for acc_id, acc in sorted(ctx.kb.accelerators.items()):
-        for qid, spec in sorted(acc.specs.items()):
-            path = ("specs", qid)
-            if spec.value is None and not (spec.note and spec.note.strip()):
-                yield ctx.finding(
-                    NULL_WITHOUT_NOTE, acc_id, path,
-                    f"{qid} is null (not supported) but has no note saying why",
-                    "add note: e.g. 'Hopper has no INT4 tensor-core path'",
-                )  # fmt: skip
-            quantity = quantities.get(qid)
-            if quantity is None or spec.unit == quantity.unit:
-                continue
-            converted = (
-                None if spec.value is None else convert(spec.value, spec.unit, quantity.unit)
-            )
-            if converted is not None or (
-                spec.value is None and convert(1.0, spec.unit, quantity.unit)
-            ):
-                hint = f"store it in {quantity.unit}"
-                if converted is not None:
-                    hint = f"store value: {converted:.6g}, unit: {quantity.unit}"
-                yield ctx.finding(
-                    UNIT_CONVERTIBLE, acc_id, (*path, "unit"),
-                    f"{qid} is given in {spec.unit!r}; its quantity is in {quantity.unit!r}",
-                    hint,
-                )  # fmt: skip
-            else:
-                yield ctx.finding(
-                    UNIT_MISMATCH, acc_id, (*path, "unit"),
-                    f"{qid} is given in {spec.unit!r}, not a unit of {qid} ({quantity.unit!r})",
-                    f"expected {quantity.unit!r}",
-                )  # fmt: skip
-        for qid in REQUIRED_SPECS:
-            if qid in quantities and qid not in acc.specs:
-                yield ctx.finding(
-                    MISSING_REQUIRED_SPEC, acc_id, ("specs",),
-                    f"{acc_id} does not specify {qid}",
-                    f"add {qid} with value, unit and source (or value: null and a note)",
-                )  # fmt: skip
+        yield from ctx.isolated(acc_id, _accelerator_units(ctx, acc_id, acc))
+
+
+def _accelerator_units(
+    ctx: CheckContext, acc_id: str, acc: AcceleratorRecord
+) -> Iterator[Finding]:
+    """FKB410-413 for one accelerator."""
+    quantities = ctx.kb.quantities
+    for qid, spec in sorted(acc.specs.items()):
+        path = ("specs", qid)
+        if spec.value is None and not (spec.note and spec.note.strip()):
+            yield ctx.finding(
+                NULL_WITHOUT_NOTE, acc_id, path,
+                f"{qid} is null (not supported) but has no note saying why",
+                "add note: e.g. 'Hopper has no INT4 tensor-core path'",
+            )  # fmt: skip
+        quantity = quantities.get(qid)
+        if quantity is None or spec.unit == quantity.unit:
+            continue
+        converted = (
+            None if spec.value is None else convert(spec.value, spec.unit, quantity.unit)
+        )
+        if converted is not None or (
+            spec.value is None and convert(1.0, spec.unit, quantity.unit)
+        ):
+            hint = f"store it in {quantity.unit}"
+            if converted is not None:
+                hint = f"store value: {converted:.6g}, unit: {quantity.unit}"
+            yield ctx.finding(
+                UNIT_CONVERTIBLE, acc_id, (*path, "unit"),
+                f"{qid} is given in {spec.unit!r}; its quantity is in {quantity.unit!r}",
+                hint,
+            )  # fmt: skip
+        else:
+            yield ctx.finding(
+                UNIT_MISMATCH, acc_id, (*path, "unit"),
+                f"{qid} is given in {spec.unit!r}, not a unit of {qid} ({quantity.unit!r})",
+                f"expected {quantity.unit!r}",
+            )  # fmt: skip
+    for qid in REQUIRED_SPECS:
+        if qid in quantities and qid not in acc.specs:
+            yield ctx.finding(
+                MISSING_REQUIRED_SPEC, acc_id, ("specs",),
+                f"{acc_id} does not specify {qid}",
+                f"add {qid} with value, unit and source (or value: null and a note)",
+            )  # fmt: skip

@@ -12,6 +12,7 @@ from flopkb.cli.common import (
     OutputFormat,
     console,
     emit_json,
+    err_console,
     fail,
     kb_root,
     print_kb,
@@ -35,7 +36,14 @@ def claims(
     fmt: FormatOption = OutputFormat.text,
 ) -> None:
     """Every claim: record, quantity, magnitude, basis, latest verdict per accelerator."""
-    kb, _ = load_kb(kb_root(ctx))
+    kb, findings = load_kb(kb_root(ctx))
+    errors = sum(1 for f in findings if f.severity.value == "error")
+    if errors:
+        # the claims of records that loaded are still listed; the broken ones are skipped
+        err_console.print(
+            f"flopkb: warning: {errors} loading error(s); records that failed to load are left "
+            "out (run `flopkb validate`)", markup=False, highlight=False,
+        )  # fmt: skip
     try:
         rows = list_claims(
             kb, record=record, quantity=quantity, basis=basis, accelerator=accelerator

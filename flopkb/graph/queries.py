@@ -242,8 +242,10 @@ def latest_verdicts(kg: KBGraph, claim: str) -> dict[str, dict[str, Any]]:
     runs that did not (error, not-run, not-applicable); evidence naming no accelerator keys as "?".
     """
     best: dict[str, tuple[tuple[bool, str], dict[str, Any]]] = {}
+    implausible = kg.kb.implausible_evidence()
     for ev, data in kg.g.pred[claim].items():
-        if data["relation"] not in EVIDENCE_RELATIONS:
+        # evidence dated in the future or before its part existed never gives the verdict
+        if data["relation"] not in EVIDENCE_RELATIONS or _bare(ev) in implausible:
             continue
         acc = data.get("accelerator") or "?"
         rank = (data["verdict"] in MEASURING, data["timestamp"])

@@ -5,7 +5,7 @@
 inside a record to its line and column.
 """
 
-from flopkb.load.locate import locate, locate_key
+from flopkb.load.locate import Locator, locate, locate_key
 from flopkb.load.rules import LOAD_RULES, load_finding
 from flopkb.load.structure import dotted, to_record
 from flopkb.load.yamlfile import (
@@ -23,6 +23,7 @@ __all__ = [
     "LOAD_RULES",
     "Document",
     "Limits",
+    "Locator",
     "compose_node",
     "dotted",
     "load_finding",

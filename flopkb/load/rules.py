@@ -6,9 +6,10 @@ knowledge base, which imports the loader); `flopkb.check.structure` registers th
 
 from __future__ import annotations
 
+from flopkb import budget
 from flopkb.findings import Finding, Severity
 
-E, W = Severity.error, Severity.warning
+E, W, I = Severity.error, Severity.warning, Severity.info
 
 LOAD_RULES: dict[str, tuple[Severity, str]] = {
     "FKB101": (E, "the file cannot be read (I/O error)"),
@@ -24,6 +25,14 @@ LOAD_RULES: dict[str, tuple[Severity, str]] = {
     "FKB111": (E, "the top level is not a mapping"),
     "FKB112": (E, "a mapping key is not a plain scalar"),
     "FKB113": (E, "a non-finite number (.nan, .inf) where only finite figures make sense"),
+    "FKB114": (E, f"a number longer than the limit ({budget.MAX_NUMBER_CHARS} characters)"),
+    "FKB115": (E, f"a mapping with more keys than the limit ({budget.MAX_KEYS})"),
+    "FKB116": (
+        I,
+        f"more findings in one file than the limit ({budget.MAX_FINDINGS_PER_FILE}): "
+        "the rest are counted, not shown",
+    ),
+    "FKB117": (E, "a text field is blank (empty or whitespace only)"),
     "FKB120": (E, "`kind` is missing or not one of the record kinds"),
     "FKB121": (E, "a value has the wrong type or form (schema violation)"),
     "FKB122": (E, "an unknown field (with a did-you-mean hint)"),
@@ -43,6 +52,11 @@ LOAD_RULES: dict[str, tuple[Severity, str]] = {
     "FKB132": (E, "a folder that cannot be listed (permissions, I/O); its records go unchecked"),
     "FKB133": (E, "the walk passed its bound (entries: nothing read; depth: folder not walked)"),
     "FKB134": (W, "a symlink to a folder inside the KB; not followed (its files are not walked)"),
+    "FKB199": (
+        E,
+        "internal error loading or checking a record (a bug in flopkb, not in the records); "
+        "reported for that record, the others are still checked",
+    ),
 }
 
 

@@ -13,8 +13,9 @@ from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
+from flopkb import budget
 from flopkb.findings import Finding
-from flopkb.load.locate import locate, locate_key
+from flopkb.load.locate import Locator
 from flopkb.load.rules import load_finding
 from flopkb.load.salvage import salvage
 from flopkb.load.yamlfile import Document, Limits, compose_node
@@ -22,12 +23,19 @@ from flopkb.model import MODEL_BY_KIND, Kind, RecordBase
 
 _KINDS = [k.value for k in Kind]
 _MAX_SHOWN = 60
+# The pattern of `flopkb.model.base.Text`: a blank text field is FKB117, not a generic FKB121.
+_BLANK_PATTERN = r"\S"
 
 
 def dotted(loc: tuple[str | int, ...]) -> str:
-    """`("flop", "hardware_parameters", 0, "effect")` -> `flop.hardware_parameters[0].effect`."""
+    """`("flop", "hardware_parameters", 0, "effect")` -> `flop.hardware_parameters[0].effect`.
+
+    A key longer than `_MAX_SHOWN` characters is cut: a message never echoes a megabyte of key.
+    """
     out = ""
     for part in loc:
+        if isinstance(part, str) and len(part) > _MAX_SHOWN:
+            part = part[: _MAX_SHOWN - 3] + "..."
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out or "(record)"
 
@@ -83,9 +91,10 @@ def to_record(
             return record, []
     record_id = data.get("id") if isinstance(data.get("id"), str) else stem
     findings: list[Finding] = []
+    locator = Locator(doc.node)
 
     def add(code: str, loc: tuple[str | int, ...], message: str, hint: str | None = None) -> None:
-        line, column = locate(doc.node, loc)
+        line, column = locator.locate(loc)
         findings.append(load_finding(code, doc.display, line, column, record_id, message, hint))
 
     kind = data.get("kind")
@@ -106,13 +115,21 @@ def to_record(
     try:
         return model.model_validate(data), findings
     except ValidationError as exc:
-        for err in exc.errors(include_url=False):
-            findings.append(_finding(doc, record_id, model, err))
+        errors = exc.errors(include_url=False)
+        # pydantic reports every bad item of a 250,000-item list; show the first ones, count the
+        # rest (validate caps findings per file anyway: this saves locating what it would cut)
+        for err in errors[: budget.MAX_FINDINGS_PER_FILE]:
+            findings.append(_finding(doc, locator, record_id, model, err))
+        if len(errors) > budget.MAX_FINDINGS_PER_FILE:
+            cut = len(errors) - budget.MAX_FINDINGS_PER_FILE
+            add("FKB116", (), f"{cut} more schema findings in this file not shown")
         # the parts that parsed are still checked (references, provenance) in this run
         return salvage(model, data, exc), findings  # type: ignore[return-value]
 
 
-def _finding(doc: Document, record_id: str, model: type[BaseModel], err: Any) -> Finding:
+def _finding(
+    doc: Document, locator: Locator, record_id: str, model: type[BaseModel], err: Any
+) -> Finding:
     loc: tuple[str | int, ...] = tuple(err["loc"])
     kind: str = err["type"]
     where = dotted(loc)
@@ -120,15 +137,20 @@ def _finding(doc: Document, record_id: str, model: type[BaseModel], err: Any) ->
     if "[key]" in loc:
         cut = loc.index("[key]")
         parent, key = loc[: cut - 1], loc[cut - 1]
-        line, column = locate_key(doc.node, parent, str(key))
+        line, column = locator.locate_key(parent, str(key))
         code, message = "FKB121", f"{dotted(parent)}: key {_shown(key)}: {err['msg']}"
     else:
-        line, column = locate(doc.node, loc)
-        if kind == "extra_forbidden":
+        line, column = locator.locate(loc)
+        if kind == "string_pattern_mismatch" and (err.get("ctx") or {}).get(
+            "pattern"
+        ) == _BLANK_PATTERN:
+            code, message = "FKB117", f"{where}: blank text (got {_shown(err['input'])})"
+            hint = "write the text, or drop the field where it is optional"
+        elif kind == "extra_forbidden":
             allowed = fields_at(model, loc[:-1])
             close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.6)
             hint = f"did you mean {close[0]!r}?" if close else f"allowed: {', '.join(allowed)}"
-            code, message = "FKB122", f"{where}: unknown field {str(loc[-1])!r}"
+            code, message = "FKB122", f"{where}: unknown field {_shown(str(loc[-1]))}"
         elif kind == "missing":
             code, message = "FKB123", f"{where}: required field missing"
         elif loc and loc[-1] == "id" and kind == "string_pattern_mismatch":

@@ -13,6 +13,9 @@ docs/validate.md:
 - Size (FKB102), NUL bytes and control characters (FKB104), bad UTF-8 (FKB103) are found before
   parsing, located at the first bad byte; nesting is capped (FKB109) while building values, and
   libyaml >= 0.2.5 itself stops at 1000 levels, so its recursive composer never runs away.
+- Number literals longer than `flopkb.budget.MAX_NUMBER_CHARS` (FKB114) and mappings with more
+  than `MAX_KEYS` keys (FKB115) are refused before any value is built: a 5,000-digit integer would
+  otherwise raise Python's int-conversion limit, and every later stage is linear in the keys.
 - A UTF-8 BOM and CRLF line ends are accepted.
 """
 
@@ -27,6 +30,7 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from flopkb import budget
 from flopkb.findings import Finding
 from flopkb.load.rules import load_finding
 from flopkb.load.safefile import RefusedFile, read_regular
@@ -50,8 +54,8 @@ except ImportError:  # pragma: no cover - PyYAML built without libyaml
 
     _LIBYAML_BOUNDS_DEPTH = False
 
-DEFAULT_MAX_BYTES = 1 << 20
-DEFAULT_MAX_DEPTH = 64
+DEFAULT_MAX_BYTES = budget.MAX_BYTES
+DEFAULT_MAX_DEPTH = budget.MAX_DEPTH
 
 _CORE = "tag:yaml.org,2002:"
 _STR, _SEQ, _MAP = _CORE + "str", _CORE + "seq", _CORE + "map"
@@ -92,6 +96,7 @@ class _Parser(CParser):  # type: ignore[misc,valid-type]
 class Limits:
     max_bytes: int = DEFAULT_MAX_BYTES
     max_depth: int = DEFAULT_MAX_DEPTH
+    max_keys: int = budget.MAX_KEYS
 
 
 @dataclass
@@ -134,9 +139,10 @@ def _resolve_plain(value: str) -> Any:
 class _Builder:
     """Node tree -> values. Recursion is capped at `max_depth`, so it never nears Python's limit."""
 
-    def __init__(self, doc: Document, max_depth: int) -> None:
+    def __init__(self, doc: Document, limits: Limits) -> None:
         self.doc = doc
-        self.max_depth = max_depth
+        self.max_depth = limits.max_depth
+        self.max_keys = limits.max_keys
         self.failed = False
 
     def error(self, code: str, node: Node, message: str, hint: str | None = None) -> None:
@@ -161,8 +167,12 @@ class _Builder:
                 # fast path: most plain scalars are words, which the core schema leaves as text
                 if text and text[0] not in _NUMBER_START and text not in _WORDS:
                     return text
+                if len(text) > budget.MAX_NUMBER_CHARS and _is_number(text):
+                    return self.too_long(node)
                 value = _resolve_plain(text)
             elif tag in _CORE_SCALARS:
+                if len(text) > budget.MAX_NUMBER_CHARS and _is_number(text):
+                    return self.too_long(node)
                 value = _resolve_plain(node.value)
                 if _CORE + _type_tag(value) != tag:
                     self.error("FKB108", node, f"{node.value!r} does not fit its tag {tag}")
@@ -183,20 +193,45 @@ class _Builder:
         self.error("FKB108", node, f"tag {tag} is outside the YAML core schema; refused")
         return None
 
+    def too_long(self, node: Node) -> None:
+        self.error(
+            "FKB114", node,
+            f"a number of {len(node.value)} characters; at most {budget.MAX_NUMBER_CHARS}",
+            "quote it if it is text; no figure of a record needs more digits",
+        )  # fmt: skip
+
     def mapping(self, node: MappingNode, depth: int) -> dict[str, Any]:
         out: dict[str, Any] = {}
+        if len(node.value) > self.max_keys:
+            self.error(
+                "FKB115", node, f"a mapping of {len(node.value)} keys; at most {self.max_keys}"
+            )
+            return out
+        first_keys: dict[str, Node] = {}
         for key_node, value_node in node.value:
             if type(key_node) is not ScalarNode or key_node.tag not in (_PLAIN, _STR):
                 self.error("FKB112", key_node, "a mapping key must be a plain scalar")
                 continue
             key = key_node.value
             if key in out:
-                first = next(k for k, _ in node.value if k.value == key)
-                line = first.start_mark.line + 1
-                self.error("FKB106", key_node, f"key {key!r} appears twice (first on line {line})")
+                line = first_keys[key].start_mark.line + 1
+                message = f"key {_short(key)} appears twice (first on line {line})"
+                self.error("FKB106", key_node, message)
                 continue
+            first_keys[key] = key_node
             out[key] = self.value(value_node, depth + 1)
         return out
+
+
+def _short(text: str, limit: int = 60) -> str:
+    """`repr(text)`, cut to `limit` characters: a message never echoes a megabyte of key."""
+    shown = repr(text)
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
+
+
+def _is_number(text: str) -> bool:
+    """Whether a scalar's text resolves to an int or a float under the core schema."""
+    return bool(_INT.fullmatch(text) or _FLOAT.fullmatch(text))
 
 
 def _type_tag(value: Any) -> str:
@@ -281,8 +316,12 @@ def read_document(path: Path, display: str, limits: Limits = Limits()) -> Docume
             mark.line + 1,
             mark.column + 1,
         )
-    builder = _Builder(doc, limits.max_depth)
-    data = builder.mapping(node, 1)
+    builder = _Builder(doc, limits)
+    try:
+        data = builder.mapping(node, 1)
+    except RecursionError:
+        # only with a --max-depth raised near Python's own recursion limit
+        return whole_file("FKB109", f"nesting too deep to build (limit {limits.max_depth} levels)")
     if not builder.failed:
         doc.data = data
     return doc

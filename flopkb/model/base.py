@@ -47,7 +47,9 @@ WholeNumber = Annotated[int, BeforeValidator(a_number)]
 # An http(s) URL with a host, stated as a pattern too: the `uri` format alone is not asserted
 # by every validator (jsonschema needs an extra package for it)
 URL_PATTERN = r"^[Hh][Tt][Tt][Pp][Ss]?://[^\s/?#@]+"
-NonEmpty = Annotated[str, StringConstraints(min_length=1, strip_whitespace=False)]
+# Text a reader needs (title, prose, effect, ...): blank or whitespace-only text is refused
+# (FKB117); `\S` is also what editors check through the exported JSON Schema.
+NonEmpty = Annotated[str, StringConstraints(min_length=1, strip_whitespace=False, pattern=r"\S")]
 
 
 class Kind(str, Enum):
@@ -96,8 +98,9 @@ class SourceRef(Strict):
 
 
 class RecordBase(Strict):
+    # strict: `2.0` is not a version either (a_number already refuses true and "2")
     schema_version: WholeNumber = Field(
-        description="record format version; see schema/CHANGELOG.md"
+        strict=True, description="record format version; see schema/CHANGELOG.md"
     )
     id: RecordId
     kind: Kind

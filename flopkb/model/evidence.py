@@ -113,4 +113,8 @@ class EvidenceRecord(RecordBase):
     @classmethod
     def _as_utc(cls, value: dt.datetime) -> dt.datetime:
         # one time zone, so evidence from many machines orders correctly (also as ISO text)
-        return value.astimezone(dt.timezone.utc)
+        try:
+            return value.astimezone(dt.timezone.utc)
+        except OverflowError:
+            # 9999-12-31T23:59:59-01:00 is in year 10000 in UTC: a finding, not a crash
+            raise ValueError("timestamp is out of range once converted to UTC") from None

@@ -89,11 +89,15 @@ def latest(
     """Latest evidence per (claim, accelerator), optionally for one claim.
 
     `measuring_only` skips runs that measured nothing (an out-of-memory error does not withdraw
-    an earlier confirmation; a later refutation does).
+    an earlier confirmation; a later refutation does). Evidence whose timestamp cannot be true
+    (future, or before its accelerator existed: `kb.implausible_evidence()`) is never latest.
     """
     best: dict[tuple[str | None, str | None], EvidenceRecord] = {}
+    implausible = kb.implausible_evidence()
     for ev in kb.evidence.values():
         if claim is not None and ev.claim != claim:
+            continue
+        if ev.id in implausible:
             continue
         if measuring_only and ev.verdict.value not in MEASURING:
             continue

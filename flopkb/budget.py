@@ -1,0 +1,34 @@
+"""The resource budget for untrusted input: every limit in one place (README, "Resource budget").
+
+Records arrive in pull requests from people and agents, so the validator's work per file is
+bounded: linear in the file, with caps where a check would otherwise grow faster (the closest-span
+hint) or report without end (findings per file).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+# A record file larger than this is refused unread (FKB102); `--max-bytes` raises it.
+MAX_BYTES = 1 << 20
+# Nesting deeper than this is refused (FKB109); `--max-depth` raises it.
+MAX_DEPTH = 64
+# A mapping with more keys than this is refused (FKB115): no record kind needs more than ~100.
+MAX_KEYS = 1000
+# A number literal (YAML, formula or magnitude) longer than this is refused (FKB114): a float64
+# needs at most 24 characters, and Python refuses int conversion beyond 4300 digits anyway.
+MAX_NUMBER_CHARS = 32
+# Findings reported per file; the rest are counted in one FKB116 finding.
+MAX_FINDINGS_PER_FILE = 100
+# A computed-quantity or claim formula longer than this is refused (FKB401).
+MAX_FORMULA_CHARS = 500
+# A magnitude longer than this does not parse (FKB203): the grammar's longest form is ~30.
+MAX_MAGNITUDE_CHARS = 120
+# The FKB201 "closest span" hint: no hint for an effect longer than this, and at most this many
+# candidate windows of the prose compared in full (the others are ranked by shared words only).
+HINT_MAX_EFFECT_CHARS = 600
+HINT_MAX_CANDIDATES = 24
+# ... and the hints of one record scan at most this many words of prose in all.
+HINT_WORDS_PER_RECORD = 2_000_000
+# Evidence dated later than now plus this is from the future (FKB508): machines' clocks drift.
+CLOCK_SKEW = dt.timedelta(days=1)
