@@ -8,12 +8,14 @@ oversize file, 10^5 levels of nesting) are generated here into a temporary folde
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import yaml
 
+from flopkb.budget import MAX_FINDINGS_PER_FILE
 from flopkb.check import load_checks
 from flopkb.check.base import RULES
 from flopkb.findings import Finding
@@ -26,11 +28,14 @@ CASES = Path(__file__).parent / "cases"
 # their own tests, so those modules can evolve without rewriting every case here.
 _OWN_PREFIXES = ("FKB1", "FKB2", "FKB3")
 _OWN_FORMULA_CODES = {"FKB401", "FKB402", "FKB403", "FKB404", "FKB405"}
+# evidence plausibility (issue 12): dated in the future, or before the accelerator existed
+_OWN_PLAUSIBILITY_CODES = {"FKB508", "FKB509"}
 
 
 def own_codes() -> set[str]:
     load_checks()
     codes = {c for c in RULES if c.startswith(_OWN_PREFIXES)} | set(LOAD_RULES) | _OWN_FORMULA_CODES
+    codes |= _OWN_PLAUSIBILITY_CODES
     return codes - {"FKB199"}
 
 
@@ -120,8 +125,90 @@ def test_every_rule_has_a_case() -> None:
         for case in INVALID
         for row in yaml.safe_load((case / "expected.yaml").read_text())["findings"]
     }
-    covered |= {"FKB102", "FKB109"}
-    # FKB101 (unreadable file) and FKB199 (a crashing check) are covered in tests/unit, and so are
-    # the walk's FKB130-FKB134 (FIFOs, sockets, links, unreadable folders: git holds none of them)
+    covered |= {"FKB102", "FKB109", "FKB115"}
+    # FKB102, FKB109 and FKB115 are generated cases (above); FKB101 (unreadable file) and FKB199
+    # (a crashing check) are covered in tests/unit, and so are the walk's FKB130-FKB134 (FIFOs,
+    # sockets, links, unreadable folders: git holds none of them)
     walk = {"FKB130", "FKB131", "FKB132", "FKB133", "FKB134"}
     assert own_codes() - covered - {"FKB101", "FKB199"} - walk == set()
+
+
+# Hostile records too big to commit (issue 12): each writer puts one record of scale `n` into a
+# copy of small-kb and returns the findings it must give. A neighbour carries a canary finding,
+# so the case also shows that the hostile record hides nothing. Time cases run at n and 4n and
+# assert linearity loosely (CI machines are slow and noisy: a ratio, never absolute seconds).
+CANARY = ("records/sources/dao-gu-2024-ssd.yaml", "titel: a misspelt field, still reported\n")
+
+
+def _many_keys(folder: Path, n: int) -> list[tuple[str, str, int]]:
+    """A record of n keys (under the size limit): locating n findings was O(n^2), 40 s at 60k."""
+    keys = "".join(f"k{i}: 1\n" for i in range(n))
+    (folder / "records/sources/many-keys.yaml").write_text(
+        f"schema_version: 2\nid: many-keys\nkind: source\n{keys}"
+    )
+    return [("FKB115", "records/sources/many-keys.yaml", 1)]
+
+
+def _span_bomb(folder: Path, n: int) -> list[tuple[str, str, int]]:
+    """Prose of n characters and a non-verbatim effect of n/2: the closest-span hint compared
+    every window of the prose with difflib, a minute at 10 KB."""
+    words = ["scan", "ssd", "chunk", "tensor", "faster", "kernel", "state", "gemm", "ridge"]
+    prose = " ".join(words[(i * 7) % 9] + str(i % 13) for i in range(n // 7))
+    effect = " ".join(words[(i * 5) % 9] + str(i % 11) for i in range(n // 14))
+    path = folder / "records/classes/mamba2-ssd.yaml"
+    text = path.read_text().replace("follows the BF16 tensor", f"{prose} follows the BF16 tensor")
+    text = text.replace(
+        'effect: "2-8x faster than Mamba\'s fused associative scan"', f'effect: "{effect}"'
+    )
+    path.write_text(text)
+    line = next(i for i, s in enumerate(text.splitlines(), 1) if s.strip().startswith("effect:"))
+    return [("FKB201", "records/classes/mamba2-ssd.yaml", line)]
+
+
+def _many_findings(folder: Path, n: int) -> list[tuple[str, str, int]]:
+    """n wrong list items: n findings, n lines of output; at most 100 per file are shown."""
+    path = folder / "records/sources/nvidia-h100-datasheet.yaml"
+    items = "".join(f"  - {i}\n" for i in range(n)).rstrip("\n")
+    text = path.read_text().replace("authors: [NVIDIA]", "authors:\n" + items)
+    path.write_text(text)
+    first = next(i for i, s in enumerate(text.splitlines(), 1) if s == "  - 0")
+    rel = "records/sources/nvidia-h100-datasheet.yaml"
+    shown = [("FKB121", rel, first + i) for i in range(MAX_FINDINGS_PER_FILE)]
+    return [*shown, ("FKB116", rel, first + MAX_FINDINGS_PER_FILE)]
+
+
+HOSTILE: dict[str, tuple[Callable[[Path, int], list[tuple[str, str, int]]], int]] = {
+    "many-keys-60k": (_many_keys, 15_000),
+    "closest-span-bomb-10kb": (_span_bomb, 2_500),
+    "many-findings-80k": (_many_findings, 20_000),
+}
+
+
+def _hostile_run(name: str, root: Path, n: int) -> tuple[float, list[dict[str, object]]]:
+    folder = root / f"kb-{n}"
+    shutil.copytree(CASES / "valid" / "small-kb", folder)
+    write, _ = HOSTILE[name]
+    expected = write(folder, n)
+    canary = folder / CANARY[0]
+    text = canary.read_text()
+    canary.write_text(text + CANARY[1])
+    expected.append(("FKB122", CANARY[0], text.count("\n") + 1))
+    start = time.perf_counter()
+    result = validate(folder)
+    elapsed = time.perf_counter() - start
+    assert [f.message for f in result.findings if f.rule == "FKB199"] == []
+    assert rows(result.findings, folder) == sorted(
+        ({"rule": r, "file": f, "line": ln} for r, f, ln in expected),
+        key=lambda r: (r["file"], r["line"], r["rule"]),
+    )
+    return elapsed, expected
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_case_is_linear(name: str, tmp_path: Path) -> None:
+    """The hostile record gives its findings, hides none of its neighbour's, and 4x the input
+    costs at most ~6x the time (a quadratic check gives 16x)."""
+    _, n = HOSTILE[name]
+    small = min(_hostile_run(name, tmp_path / f"a{i}", n)[0] for i in range(2))
+    large = min(_hostile_run(name, tmp_path / f"b{i}", 4 * n)[0] for i in range(2))
+    assert large <= 6 * small, f"{name}: {n} -> {small:.3f} s, {4 * n} -> {large:.3f} s"

@@ -122,7 +122,13 @@ def to_record(
             findings.append(_finding(doc, locator, record_id, model, err))
         if len(errors) > budget.MAX_FINDINGS_PER_FILE:
             cut = len(errors) - budget.MAX_FINDINGS_PER_FILE
-            add("FKB116", (), f"{cut} more schema findings in this file not shown")
+            # located at the first finding not shown: "from here on"
+            add(
+                "FKB116", tuple(errors[budget.MAX_FINDINGS_PER_FILE]["loc"]),
+                f"{cut} more schema findings in this file not shown "
+                f"(at most {budget.MAX_FINDINGS_PER_FILE} per file)",
+                "fix the ones shown and run again",
+            )  # fmt: skip
         # the parts that parsed are still checked (references, provenance) in this run
         return salvage(model, data, exc), findings  # type: ignore[return-value]
 

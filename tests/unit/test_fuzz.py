@@ -18,8 +18,10 @@ from flopkb.validate import validate
 
 SMALL_KB = Path(__file__).resolve().parents[1] / "cases" / "valid" / "small-kb"
 FILES = [p.relative_to(SMALL_KB) for p in record_files(SMALL_KB)]
+# examples per test come from the active profile (tests/conftest.py): `ci` by default,
+# HYPOTHESIS_PROFILE=deep for long runs
 SETTINGS = settings(
-    max_examples=50, deadline=None,
+    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )  # fmt: skip
 
@@ -100,3 +102,40 @@ def test_byte_mutations(kb: Path, rel: Path, data: st.DataObject, junk: bytes, h
     else:
         raw = raw[:at] + bytes([junk[0]]) + raw[at + 1 :]
     _check(kb, rel, raw)
+
+
+# Values an attacker would try (issue 12): huge and long numbers, timestamps at the calendar's
+# edges with offsets, lookalike and blank text, number literals Python reads but YAML should not.
+hostile = st.one_of(
+    st.integers(min_value=1, max_value=6000).map(lambda n: "9" * n),
+    st.sampled_from(
+        ["9999-12-31T23:59:59-01:00", "0001-01-01T00:00:00+01:00", "2999-01-01T00:00:00Z"]
+    ),
+    st.sampled_from(
+        ["\uff42f16_tensor_flops / hbm_bandwidth", "0x10", "1_000", "a # b", "   ", "\t"]
+    ),
+    st.sampled_from([True, 2.0, "crossover at " + "9" * 400 + "K", "1e999"]),
+)
+
+
+@SETTINGS
+@given(st.sampled_from(FILES), st.data(), hostile)
+def test_hostile_values(kb: Path, rel: Path, data: st.DataObject, value: Any) -> None:
+    record = read_document(SMALL_KB / rel, str(rel)).data
+    path = data.draw(st.sampled_from(list(_paths(record))))
+    _set(record, path, value, delete=False)
+    # plain scalars (not quoted) where the text is a number, so YAML reads them as numbers
+    text = yaml.safe_dump(record, allow_unicode=True)
+    if isinstance(value, str) and value.isdigit():
+        text = text.replace(f"'{value}'", value)
+    _check(kb, rel, text.encode())
+
+
+def test_the_profile_knob() -> None:
+    """HYPOTHESIS_PROFILE picks the profile; the default stays CI-fast."""
+    import os
+
+    active = os.environ.get("HYPOTHESIS_PROFILE", "ci")
+    assert settings.get_profile("deep").max_examples >= 1_000
+    assert settings.default.max_examples == settings.get_profile(active).max_examples
+    assert settings.get_profile("ci").max_examples <= 100
