@@ -13,8 +13,10 @@ import datetime as dt
 MAX_BYTES = 1 << 20
 # Nesting deeper than this is refused (FKB109); `--max-depth` raises it.
 MAX_DEPTH = 64
-# A mapping with more keys than this is refused (FKB115): no record kind needs more than ~100.
+# A mapping with more keys, or a list with more items, than this is refused (FKB115): no record
+# kind needs more than ~100 keys; the longest bundled list (an evidence sweep) has ~50 items.
 MAX_KEYS = 1000
+MAX_ITEMS = 10_000
 # A number literal (YAML, formula or magnitude) longer than this is refused (FKB114): a float64
 # needs at most 24 characters, and Python refuses int conversion beyond 4300 digits anyway.
 MAX_NUMBER_CHARS = 32
@@ -28,7 +30,8 @@ MAX_MAGNITUDE_CHARS = 120
 # candidate windows of the prose compared in full (the others are ranked by shared words only).
 HINT_MAX_EFFECT_CHARS = 600
 HINT_MAX_CANDIDATES = 24
-# ... and the hints of one record scan at most this many words of prose in all.
-HINT_WORDS_PER_RECORD = 2_000_000
+# ... and the hints of one record scan at most this many words of prose in all (a 1 MiB prose
+# of 150,000 words gets two hints; a prose of 1,000 words gets 300).
+HINT_WORDS_PER_RECORD = 300_000
 # Evidence dated later than now plus this is from the future (FKB508): machines' clocks drift.
 CLOCK_SKEW = dt.timedelta(days=1)

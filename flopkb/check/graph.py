@@ -8,9 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from flopkb.check.base import CheckContext, check, rule
+from flopkb.check.uses import not_applicable, used_quantities, used_sources
 from flopkb.findings import Finding, Severity
-from flopkb.graph.build import node_id
-from flopkb.graph.queries import KBGraph, not_applicable
 
 ORPHAN_QUANTITY = rule(
     "FKB601", Severity.warning,
@@ -25,32 +24,34 @@ NOT_APPLICABLE = rule(
 
 @check
 def graph_checks(ctx: CheckContext) -> Iterator[Finding]:
-    """FKB601-603 over one graph built for the whole KB."""
-    kg = KBGraph.from_kb(ctx.kb)
-    g = kg.g
+    """FKB601-603: the graph's answers, read off the KB without building it (`check.uses`)."""
+    used = used_quantities(ctx.kb)
     for qid, q in sorted(ctx.kb.quantities.items()):
-        node = node_id("quantity", qid)
         # A computed quantity is evaluated on every accelerator (`flopkb hw show`): never an orphan.
-        if q.formula is None and g.in_degree(node) == 0:
+        if q.formula is None and qid not in used:
             yield ctx.finding(
                 ORPHAN_QUANTITY, qid, ("id",),
                 f"quantity {qid} is used by nothing: no accelerator specifies it, no claim depends "
                 "on it, no formula uses it",
                 "add it to the accelerators' specs, or remove the record",
             )  # fmt: skip
-    cited_by_class = {ref.id for c in ctx.kb.classes.values() for ref in c.sources}
+    cited = used_sources(ctx.kb)
     for sid in sorted(ctx.kb.sources):
-        node = node_id("source", sid)
-        if g.in_degree(node) == 0 and sid not in cited_by_class:
+        if sid not in cited:
             yield ctx.finding(
                 ORPHAN_SOURCE, sid, ("id",),
                 f"source {sid} is cited by nothing (no claim, class or accelerator spec)",
                 "cite it where it backs a claim or a spec, or remove the record",
             )  # fmt: skip
-    for claim, accelerators in not_applicable(kg).items():
+    row_index: dict[str, dict[str, int]] = {}
+    for claim, accelerators in not_applicable(ctx.kb).items():
         record_id, _, row_id = claim.partition("/")
         record = ctx.kb.classes[record_id]
-        index = next(i for i, r in enumerate(record.flop.hardware_parameters) if r.id == row_id)
+        if record_id not in row_index:
+            # first row of each id (as the graph keeps it), indexed once per record
+            rows = record.flop.hardware_parameters
+            row_index[record_id] = {r.id: i for i, r in reversed(list(enumerate(rows)))}
+        index = row_index[record_id][row_id]
         row = record.flop.hardware_parameters[index]
         for acc in accelerators:
             yield ctx.finding(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import cached_property
 
 from flopkb import budget
 from flopkb.check.base import CheckContext, check, rule
@@ -111,12 +112,8 @@ def provenance(ctx: CheckContext) -> Iterator[Finding]:
 def _record(
     ctx: CheckContext, rid: str, record: ClassRecord, confirmed: dict[str, set[str]]
 ) -> Iterator[Finding]:
-    prose = normalise(record.prose)
-    tokens = number_tokens(prose)
-    words = prose.split(" ")
-    # closest-span hints of one record scan its prose at most this many times in all (a 1 MiB
-    # record of 100 non-verbatim rows would otherwise scan half a million words 100 times)
-    hints_left = max(1, budget.HINT_WORDS_PER_RECORD // max(1, len(words)))
+    prose = _Prose(normalise(record.prose))
+    hints_left: int | None = None
     seen: dict[str, int] = {}
     for i, row in enumerate(record.flop.hardware_parameters):
         at = ("flop", "hardware_parameters", i)
@@ -129,20 +126,40 @@ def _record(
             )
         seen.setdefault(row.id, i)
         effect = normalise(row.effect)
-        if effect not in prose:
-            span = closest_span(prose, effect, words) if hints_left > 0 else None
+        if effect not in prose.text:
+            if hints_left is None:
+                # the hints of one record scan its prose at most this many times in all (a 1 MiB
+                # record of 100 non-verbatim rows would otherwise scan 150,000 words 100 times)
+                hints_left = max(1, budget.HINT_WORDS_PER_RECORD // max(1, len(prose.words)))
+            span = closest_span(prose.text, effect, prose.words) if hints_left > 0 else None
             hints_left -= 1
             yield ctx.finding(
                 NOT_VERBATIM, rid, (*at, "effect"),
                 f"effect {_cut(row.effect)} is not in the prose",
                 f"closest span of the prose: {span!r}" if span is not None else None,
             )  # fmt: skip
-        yield from _magnitude(ctx, rid, at, row.magnitude, prose, tokens)
+        yield from _magnitude(ctx, rid, at, row.magnitude, prose)
         yield from _basis(ctx, rid, record, i, confirmed.get(f"{rid}/{row.id}", set()))
 
 
+class _Prose:
+    """A record's normalised prose, with its words and number tokens computed when first asked
+    (most rows are verbatim and many magnitudes are qualitative: neither is needed then)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    @cached_property
+    def words(self) -> list[str]:
+        return self.text.split(" ")
+
+    @cached_property
+    def tokens(self) -> set[str]:
+        return number_tokens(self.text)
+
+
 def _magnitude(
-    ctx: CheckContext, rid: str, at: tuple[str | int, ...], text: str, prose: str, tokens: set[str]
+    ctx: CheckContext, rid: str, at: tuple[str | int, ...], text: str, prose: _Prose
 ) -> Iterator[Finding]:
     try:
         magnitude = parse_magnitude(text)
@@ -156,14 +173,14 @@ def _magnitude(
     for figure in magnitude.figures:
         if figure in size_numbers:
             continue
-        if figure not in tokens:
+        if figure not in prose.tokens:
             yield ctx.finding(
                 NEW_FIGURE, rid, (*at, "magnitude"),
                 f"figure {figure} of magnitude {text!r} is not quoted in the prose",
                 "a row reproduces figures the prose quotes; measured values belong in evidence",
             )  # fmt: skip
     for size in sizes:
-        if not has_size(prose, size):
+        if not has_size(prose.text, size):
             yield ctx.finding(
                 NEW_FIGURE, rid, (*at, "magnitude"),
                 f"size {size} of magnitude {text!r} is not quoted in the prose",
@@ -222,7 +239,11 @@ def _derived(ctx: CheckContext, rid: str, record: ClassRecord, i: int) -> Iterat
             "a derived row needs a `formula` over quantities",
         )
         return
-    formula = parsed(row.formula)
+    # rows of many records share formulas: parse each text once per run
+    parsed_memo = ctx.shared.setdefault("row_formulas", {})
+    if row.formula not in parsed_memo:
+        parsed_memo[row.formula] = parsed(row.formula)
+    formula = parsed_memo[row.formula]
     if isinstance(formula, FormulaError):
         yield ctx.finding(BAD_FORMULA, rid, (*at, "formula"), str(formula))
         return
@@ -240,18 +261,28 @@ def _derived(ctx: CheckContext, rid: str, record: ClassRecord, i: int) -> Iterat
         return
     values = values_of(ctx)
     accelerators = ctx.kb.accelerators
+    # (formula, accelerator) -> the error evaluating it there, or None: evaluated once per run
+    outcomes: dict[tuple[str, str], Exception | None] = ctx.shared.setdefault("row_values", {})
     for acc_id in record.affected_by_hardware:
         acc = accelerators.get(acc_id)
         if acc is None:
             continue  # an unresolved reference is FKB301's finding
-        try:
-            values.evaluate(formula, acc)
-        except NotApplicable:
+        key = (formula.text, acc_id)
+        if key not in outcomes:
+            try:
+                values.evaluate(formula, acc)
+                outcomes[key] = None
+            except FormulaError as exc:
+                outcomes[key] = exc
+        outcome = outcomes[key]
+        if outcome is None or isinstance(outcome, NotApplicable):
             # an explicit null: the claim is not applicable there (DESIGN), not a broken formula
             continue
-        except MissingInput as exc:
+        if isinstance(outcome, MissingInput):
             yield ctx.finding(
-                DERIVED_FAILS, rid, (*at, "formula"), f"does not evaluate on {acc_id}: {exc}"
+                DERIVED_FAILS, rid, (*at, "formula"), f"does not evaluate on {acc_id}: {outcome}"
             )
-        except FormulaError as exc:
-            yield ctx.finding(DERIVED_FAILS, rid, (*at, "formula"), f"fails on {acc_id}: {exc}")
+        else:
+            yield ctx.finding(
+                DERIVED_FAILS, rid, (*at, "formula"), f"fails on {acc_id}: {outcome}"
+            )

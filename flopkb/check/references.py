@@ -53,9 +53,12 @@ class _Hints:
 
     Only ids of the expected kind with the same first letter are compared, and of those at most
     `POOL` sharing the longest prefix with the target (a typo rarely changes the start of an id).
+    At most `MAX_HINTS` distinct targets get one per run (the resource budget).
     """
 
     POOL = 64
+    # did-you-mean hints computed per run (each compares up to POOL ids with difflib)
+    MAX_HINTS = 2_000
 
     def __init__(self, kb: object) -> None:
         self.kb = kb
@@ -63,6 +66,9 @@ class _Hints:
         self.memo: dict[tuple[str, type], str | None] = {}
 
     def closest(self, target: str, expected: type) -> str | None:
+        if (target, expected) not in self.memo and len(self.memo) >= self.MAX_HINTS:
+            # a record of 50,000 unresolved ids: findings are cut at 100 per file anyway
+            return None
         if (target, expected) not in self.memo:
             key = (expected, target[:1])
             if key not in self.buckets:

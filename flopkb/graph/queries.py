@@ -277,12 +277,15 @@ def _not_applicable_on(kg: KBGraph, claim: str, accelerators: Iterable[str]) -> 
 def not_applicable(kg: KBGraph) -> dict[str, list[str]]:
     """claim id -> accelerators of its class's `affected_by_hardware` where it does not apply."""
     out: dict[str, list[str]] = {}
+    # once per class: a class node's successors include all its claims (O(claims^2) otherwise)
+    accs_of: dict[str, list[str]] = {}
     for claim, data in sorted(kg.g.nodes(data=True)):
         if data["kind"] != "claim":
             continue
         cls = _owner(kg, claim)
-        accs = [_bare(a) for a, _ in kg.out_by(cls, "affected_by")]
-        na = _not_applicable_on(kg, claim, sorted(accs))
+        if cls not in accs_of:
+            accs_of[cls] = sorted(_bare(a) for a, _ in kg.out_by(cls, "affected_by"))
+        na = _not_applicable_on(kg, claim, accs_of[cls])
         if na:
             out[_bare(claim)] = na
     return out

@@ -26,7 +26,11 @@ LOAD_RULES: dict[str, tuple[Severity, str]] = {
     "FKB112": (E, "a mapping key is not a plain scalar"),
     "FKB113": (E, "a non-finite number (.nan, .inf) where only finite figures make sense"),
     "FKB114": (E, f"a number longer than the limit ({budget.MAX_NUMBER_CHARS} characters)"),
-    "FKB115": (E, f"a mapping with more keys than the limit ({budget.MAX_KEYS})"),
+    "FKB115": (
+        E,
+        f"a mapping or list longer than the limit ({budget.MAX_KEYS} keys, "
+        f"{budget.MAX_ITEMS} items)",
+    ),
     "FKB116": (
         I,
         f"more findings in one file than the limit ({budget.MAX_FINDINGS_PER_FILE}): "

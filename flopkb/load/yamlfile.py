@@ -13,9 +13,10 @@ docs/validate.md:
 - Size (FKB102), NUL bytes and control characters (FKB104), bad UTF-8 (FKB103) are found before
   parsing, located at the first bad byte; nesting is capped (FKB109) while building values, and
   libyaml >= 0.2.5 itself stops at 1000 levels, so its recursive composer never runs away.
-- Number literals longer than `flopkb.budget.MAX_NUMBER_CHARS` (FKB114) and mappings with more
-  than `MAX_KEYS` keys (FKB115) are refused before any value is built: a 5,000-digit integer would
-  otherwise raise Python's int-conversion limit, and every later stage is linear in the keys.
+- Number literals longer than `flopkb.budget.MAX_NUMBER_CHARS` (FKB114), mappings of more than
+  `MAX_KEYS` keys and lists of more than `MAX_ITEMS` items (FKB115) are refused before any value
+  is built: a 5,000-digit integer would otherwise raise Python's int-conversion limit, and every
+  later stage is linear in the entries.
 - A UTF-8 BOM and CRLF line ends are accepted.
 """
 
@@ -97,6 +98,7 @@ class Limits:
     max_bytes: int = DEFAULT_MAX_BYTES
     max_depth: int = DEFAULT_MAX_DEPTH
     max_keys: int = budget.MAX_KEYS
+    max_items: int = budget.MAX_ITEMS
 
 
 @dataclass
@@ -143,6 +145,7 @@ class _Builder:
         self.doc = doc
         self.max_depth = limits.max_depth
         self.max_keys = limits.max_keys
+        self.max_items = limits.max_items
         self.failed = False
 
     def error(self, code: str, node: Node, message: str, hint: str | None = None) -> None:
@@ -189,6 +192,11 @@ class _Builder:
         if tag == _MAP and type(node) is MappingNode:
             return self.mapping(node, depth)
         if tag == _SEQ and type(node) is SequenceNode:
+            if len(node.value) > self.max_items:
+                self.error(
+                    "FKB115", node, f"a list of {len(node.value)} items; at most {self.max_items}"
+                )
+                return None
             return [self.value(item, depth + 1) for item in node.value]
         self.error("FKB108", node, f"tag {tag} is outside the YAML core schema; refused")
         return None
@@ -338,6 +346,9 @@ def _refuse_anchors(raw: bytes, doc: Document) -> bool:
         # one finding per anchor and per alias name: a bomb repeats its aliases thousands of times
         if (what, anchor) in seen:
             continue
+        if len(seen) >= budget.MAX_FINDINGS_PER_FILE:
+            # enough to refuse the file; reading the rest of its events would only cost time
+            break
         seen.add((what, anchor))
         mark = event.start_mark
         doc.findings.append(

@@ -1,0 +1,266 @@
+"""How long `flopkb validate` takes on worst-case records just under the size limit (issue 12).
+
+Each case writes one hostile record (at most `budget.MAX_BYTES`) into a copy of the small valid
+KB of the tests and times `flopkb.validate.validate` on that KB in this process (best of
+`--repeat`), beside the same KB without the hostile record (the baseline of the same run). The
+cases are the time bombs found by attacking the validator: the closest-span hint, many keys,
+many findings, huge numbers, deep nesting, aliases, many claim rows and unresolved references.
+
+Target (README, "Resource budget"): any record under the size limit validates in well under a
+second. Writes bench/results/hostile_inputs.json with the figures, the machine and the command.
+
+    python bench/hostile_inputs.py [--repeat 3] [--out bench/results/hostile_inputs.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from flopkb import budget  # noqa: E402
+from flopkb.validate import validate  # noqa: E402
+
+SMALL_KB = REPO / "tests" / "cases" / "valid" / "small-kb"
+RESULTS = REPO / "bench" / "results" / "hostile_inputs.json"
+LIMIT = budget.MAX_BYTES - 4096
+HEAD = "schema_version: 2\nkind: source\nsource_type: paper\ntitle: t\n"
+HISTORY = "history: [{date: 2026-11-30, by: bench, note: hostile}]\n"
+CLASS_HEAD = (
+    "schema_version: 2\nkind: operator\ntitle: t\nhistory: [{date: 2026-11-30, by: b, note: n}]\n"
+    "affected_by_hardware: [h100-sxm]\n"
+)
+
+
+def _fill(line: Callable[[int], str], budget_bytes: int) -> str:
+    """As many `line(i)` as fit in `budget_bytes`."""
+    out, size, i = [], 0, 0
+    while True:
+        text = line(i)
+        if size + len(text) > budget_bytes:
+            return "".join(out)
+        out.append(text)
+        size += len(text)
+        i += 1
+
+
+def many_keys() -> tuple[str, str]:
+    return "sources/many-keys.yaml", "id: many-keys\n" + _fill(lambda i: f"k{i}: 1\n", LIMIT)
+
+
+def flow_keys() -> tuple[str, str]:
+    body = _fill(lambda i: f"k{i}: 1, ", LIMIT - 40)
+    return "sources/flow-keys.yaml", "id: flow-keys\nkind: source\nx: {" + body + "z: 1}\n"
+
+
+def keys_under_the_limit() -> tuple[str, str]:
+    """Nested mappings of MAX_KEYS keys each, every key unknown: a finding per key."""
+    per = budget.MAX_KEYS - 1
+    block = "".join(f"  k{j}: 1\n" for j in range(per))
+    body = _fill(lambda i: f"x{i}:\n{block}", LIMIT)
+    return "sources/keys-under-limit.yaml", "id: keys-under-limit\n" + HEAD + HISTORY + body
+
+
+def _words(n_chars: int, salt: int) -> str:
+    vocab = ["scan", "ssd", "chunk", "tensor", "faster", "kernel", "state", "gemm", "ridge"]
+    return _fill(lambda i: f"{vocab[(i * salt) % 9]}{i % 13} ", n_chars)
+
+
+def span_hint_long_prose() -> tuple[str, str]:
+    """Prose near the size limit, a non-verbatim effect at the hint's effect limit."""
+    effect = _words(budget.HINT_MAX_EFFECT_CHARS - 10, 5).strip()
+    prose = _words(LIMIT - 2000, 7)
+    row = (
+        f'  hardware_parameters:\n    - {{id: r, quantity: bf16_tensor_flops, effect: "{effect}",'
+        " magnitude: qualitative, basis: unverified}\n"
+    )
+    text = f"id: span-long-prose\n{CLASS_HEAD}prose: {prose}\nflop:\n{row}"
+    return "classes/span-long-prose.yaml", text
+
+
+def span_hint_half_and_half() -> tuple[str, str]:
+    """The issue's bomb: long prose and a long non-verbatim effect (half the file each)."""
+    effect = _words(LIMIT // 2 - 1000, 5).strip()
+    prose = _words(LIMIT // 2 - 1000, 7)
+    row = (
+        f'  hardware_parameters:\n    - {{id: r, quantity: bf16_tensor_flops, effect: "{effect}",'
+        " magnitude: qualitative, basis: unverified}\n"
+    )
+    return "classes/span-half.yaml", f"id: span-half\n{CLASS_HEAD}prose: {prose}\nflop:\n{row}"
+
+
+def span_hint_many_rows() -> tuple[str, str]:
+    """Half a megabyte of prose and as many rows with 600-character non-verbatim effects as fit."""
+    prose = _words(LIMIT // 2, 7)
+    effect = _words(budget.HINT_MAX_EFFECT_CHARS - 10, 5).strip()
+    rows = _fill(
+        lambda i: f'    - {{id: r{i}, quantity: bf16_tensor_flops, effect: "{effect}", '
+        "magnitude: qualitative, basis: unverified}\n",
+        LIMIT // 2 - 200,
+    )
+    text = f"id: span-rows\n{CLASS_HEAD}prose: {prose}\nflop:\n  hardware_parameters:\n{rows}"
+    return "classes/span-rows.yaml", text
+
+
+def many_findings() -> tuple[str, str]:
+    items = _fill(lambda i: f"  - {i % 10}\n", LIMIT - 200)
+    text = "id: many-findings\n" + HEAD + HISTORY + "authors:\n" + items
+    return "sources/many-findings.yaml", text
+
+
+def huge_integers() -> tuple[str, str]:
+    big = "9" * 5000
+    return "sources/huge-ints.yaml", "id: huge-ints\n" + _fill(lambda i: f"k{i}: {big}\n", LIMIT)
+
+
+def long_numbers_in_formulas() -> tuple[str, str]:
+    formula = "hbm_bandwidth * 1" + "0" * (budget.MAX_FORMULA_CHARS - 20)
+    text = (
+        "id: q_formula\nschema_version: 2\nkind: quantity\ntitle: t\nunit: x\nmeaning: m\n"
+        f"formula: '{formula}'\n{HISTORY}"
+    )
+    return "quantities/q_formula.yaml", text
+
+
+def deep_nesting() -> tuple[str, str]:
+    return "sources/deep.yaml", "id: deep\nx: " + "[" * 5000 + "]" * 5000 + "\n"
+
+
+def aliases() -> tuple[str, str]:
+    body = _fill(lambda i: f"a{i}: &x{i} [1]\nb{i}: *x{i}\n", LIMIT)
+    return "sources/aliases.yaml", "id: aliases\n" + body
+
+
+def long_text() -> tuple[str, str]:
+    return "sources/long-text.yaml", "id: long-text\n" + HEAD.replace("title: t", "title: " +
+                                                                     "x" * (LIMIT - 400)) + HISTORY
+
+
+def many_claim_rows() -> tuple[str, str]:
+    prose = "SSD is 2-8x faster than the scan. " * 20
+    rows = _fill(
+        lambda i: f'    - {{id: r{i}, quantity: bf16_tensor_flops, effect: "2-8x faster than the '
+        'scan", magnitude: 2-8x, basis: cited, source: {id: dao-gu-2024-ssd, locator: S9}}\n',
+        LIMIT - 2000,
+    )
+    text = f"id: many-rows\n{CLASS_HEAD}prose: {prose}\nflop:\n  hardware_parameters:\n{rows}"
+    return "classes/many-rows.yaml", text
+
+
+def unresolved_references() -> tuple[str, str]:
+    refs = _fill(lambda i: f"  - h{i}00-sxm\n", LIMIT - 2000)
+    text = (
+        f"id: many-refs\n{CLASS_HEAD.replace('affected_by_hardware: [h100-sxm]', '')}"
+        f"prose: p\naffected_by_hardware:\n{refs}"
+    )
+    return "classes/many-refs.yaml", text
+
+
+CASES: dict[str, Callable[[], tuple[str, str]]] = {
+    "many keys in one mapping": many_keys,
+    "many keys in one flow mapping": flow_keys,
+    "mappings of 999 unknown keys": keys_under_the_limit,
+    "closest span: 1 MiB prose, 600-char effect": span_hint_long_prose,
+    "closest span: half prose, half effect": span_hint_half_and_half,
+    "closest span: many rows": span_hint_many_rows,
+    "many findings (list items)": many_findings,
+    "5,000-digit integers": huge_integers,
+    "formula with a long constant": long_numbers_in_formulas,
+    "deep flow nesting": deep_nesting,
+    "anchors and aliases": aliases,
+    "one long text field": long_text,
+    "many claim rows": many_claim_rows,
+    "many unresolved references": unresolved_references,
+}
+
+
+def _time(folder: Path, repeat: int) -> tuple[float, Any]:
+    best, result = float("inf"), None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = validate(folder)
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
+def machine() -> dict[str, Any]:
+    import os
+
+    import pydantic
+    import yaml
+
+    return {
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "pyyaml": yaml.__version__,
+        "libyaml": ".".join(map(str, __import__("yaml._yaml", fromlist=["x"]).get_version())),
+        "pydantic": pydantic.VERSION,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="flopkb-hostile-") as tmp:
+        base = Path(tmp) / "base"
+        shutil.copytree(SMALL_KB, base)
+        validate(base)  # warm-up: the first run imports the check modules
+        baseline, _ = _time(base, args.repeat)
+        print(f"{'baseline (small KB, no hostile record)':48s} {baseline:7.3f} s")
+        for name, make in CASES.items():
+            folder = Path(tmp) / f"case{len(rows)}"
+            shutil.copytree(SMALL_KB, folder)
+            rel, text = make()
+            data = text.encode()
+            assert len(data) <= budget.MAX_BYTES, (name, len(data))
+            path = folder / "records" / rel
+            path.write_bytes(data)
+            seconds, result = _time(folder, args.repeat)
+            rules = sorted({f.rule for f in result.findings})
+            rows.append(
+                {
+                    "case": name,
+                    "bytes": len(data),
+                    "seconds": seconds,
+                    "over_baseline_s": seconds - baseline,
+                    "findings": len(result.findings),
+                    "rules": rules,
+                    "exit_code": result.exit_code,
+                }
+            )
+            print(f"{name:48s} {seconds:7.3f} s  {len(data):>8d} B  {len(result.findings):>4d} "
+                  f"findings {','.join(rules)}")  # fmt: skip
+    worst = max(rows, key=lambda r: r["seconds"])
+    figures = {
+        "baseline_s": baseline,
+        "cases": rows,
+        "worst": {"case": worst["case"], "seconds": worst["seconds"]},
+        "target_max_s": 1.0,
+        "size_limit_bytes": budget.MAX_BYTES,
+        "repeat": args.repeat,
+        "machine": machine(),
+        "command": " ".join(["python", "bench/hostile_inputs.py", *sys.argv[1:]]),
+        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(figures, indent=2) + "\n")
+    print(f"worst: {worst['case']} {worst['seconds']:.3f} s; wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
