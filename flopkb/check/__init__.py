@@ -14,7 +14,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 from flopkb.check.base import CheckContext
 from flopkb.findings import Finding, Severity, sorted_findings
-from flopkb.kb import KnowledgeBase, workers_for
+from flopkb.kb import KnowledgeBase, gc_paused, workers_for
 
 # In data-flow order: structure before references before provenance.
 CHECK_MODULES = (
@@ -73,12 +73,21 @@ def run_checks(kb: KnowledgeBase) -> list[Finding]:
     On a large KB the checks are spread over forked workers that inherit the loaded KB (nothing
     is pickled but the findings coming back); each check still sees the whole KB.
     """
-    global _FORKED_CTX
     load_checks()
-    from flopkb.check.base import CHECKS
-
     # one context for all checks, so what they share (the quantity evaluator) is built once
     ctx = CheckContext(kb)
+    # the cyclic GC would rescan every loaded record on each of its passes while the checks
+    # allocate (composing files again to locate findings: bench/validate_scale.py, class-only
+    # KB); checks build no reference cycles worth collecting mid-run
+    with gc_paused():
+        return _run_all(ctx)
+
+
+def _run_all(ctx: CheckContext) -> list[Finding]:
+    global _FORKED_CTX
+    from flopkb.check.base import CHECKS
+
+    kb = ctx.kb
     workers = min(workers_for(len(kb.records)), len(CHECKS))
     findings: list[Finding] = []
     if workers <= 1:

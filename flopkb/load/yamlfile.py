@@ -262,8 +262,13 @@ def _depth_prescan(text: str, limit: int) -> tuple[int, int] | None:
     return None
 
 
-def read_document(path: Path, display: str, limits: Limits = Limits()) -> Document:
-    """Read and compose one file; every problem becomes a located finding in `Document.findings`."""
+def read_document(
+    path: Path, display: str, limits: Limits = Limits(), *, values: bool = True
+) -> Document:
+    """Read and compose one file; every problem becomes a located finding in `Document.findings`.
+
+    `values=False` stops at the node tree (for locations in a file that loaded before).
+    """
     doc = Document(path=path, display=display)
 
     def whole_file(code: str, message: str, line: int = 0, column: int = 0) -> Document:
@@ -313,6 +318,8 @@ def read_document(path: Path, display: str, limits: Limits = Limits()) -> Docume
     if node is None:
         return whole_file("FKB110", "the file is empty; expected a YAML mapping (a record)", 1, 1)
     doc.node = node
+    if not values:
+        return doc
     if b"&" in raw and _refuse_anchors(raw, doc):
         return doc
     if type(node) is not MappingNode:
@@ -363,5 +370,5 @@ def _refuse_anchors(raw: bytes, doc: Document) -> bool:
 
 def compose_node(path: Path, limits: Limits = Limits()) -> Node | None:
     """The node tree of a file that loaded before (re-read when a later check needs a location)."""
-    doc = read_document(path, str(path), limits)
-    return doc.node
+    # the node tree only: building values again would double the cost of locating a finding
+    return read_document(path, str(path), limits, values=False).node
