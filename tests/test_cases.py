@@ -150,6 +150,15 @@ def _many_keys(folder: Path, n: int) -> list[tuple[str, str, int]]:
     return [("FKB115", "records/sources/many-keys.yaml", 1)]
 
 
+def _many_flow_keys(folder: Path, n: int) -> list[tuple[str, str, int]]:
+    """A flow mapping of n keys on one line (issue 12: 70,000 of them took a minute)."""
+    keys = ", ".join(f"k{i}: 1" for i in range(n))
+    (folder / "records/sources/flow-keys.yaml").write_text(
+        f"{{schema_version: 2, id: flow-keys, kind: source, {keys}}}\n"
+    )
+    return [("FKB115", "records/sources/flow-keys.yaml", 1)]
+
+
 def _span_bomb(folder: Path, n: int) -> list[tuple[str, str, int]]:
     """Prose of n characters and a non-verbatim effect of n/2: the closest-span hint compared
     every window of the prose with difflib, a minute at 10 KB."""
@@ -181,6 +190,7 @@ def _many_findings(folder: Path, n: int) -> list[tuple[str, str, int]]:
 HOSTILE: dict[str, tuple[Callable[[Path, int], list[tuple[str, str, int]]], int, int]] = {
     # name: (writer, first n, largest n whose 4n still fits the case's limits)
     "many-keys-60k": (_many_keys, 15_000, 20_000),
+    "many-flow-keys-70k": (_many_flow_keys, 17_500, 20_000),
     "closest-span-bomb-10kb": (_span_bomb, 2_500, 64_000),
     "many-findings-8k": (_many_findings, 2_000, budget.MAX_ITEMS // 4),
 }
