@@ -205,6 +205,8 @@ def machine() -> dict[str, Any]:
         "pyyaml": yaml.__version__,
         "libyaml": ".".join(map(str, __import__("yaml._yaml", fromlist=["x"]).get_version())),
         "pydantic": pydantic.VERSION,
+        # other jobs on the machine move wall times; the load says how busy it was
+        "load_average_1_5_15": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
     }
 
 
