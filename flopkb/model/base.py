@@ -98,9 +98,8 @@ class SourceRef(Strict):
 
 
 class RecordBase(Strict):
-    # strict: `2.0` is not a version either (a_number already refuses true and "2")
     schema_version: WholeNumber = Field(
-        strict=True, description="record format version; see schema/CHANGELOG.md"
+        description="record format version; see schema/CHANGELOG.md"
     )
     id: RecordId
     kind: Kind

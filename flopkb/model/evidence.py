@@ -116,5 +116,6 @@ class EvidenceRecord(RecordBase):
         try:
             return value.astimezone(dt.timezone.utc)
         except OverflowError:
-            # 9999-12-31T23:59:59-01:00 is in year 10000 in UTC: a finding, not a crash
-            raise ValueError("timestamp is out of range once converted to UTC") from None
+            # 9999-12-31T23:59:59-01:00 is in year 10000 in UTC: kept with its own offset (aware
+            # datetimes still order correctly), and reported as a time from the future (FKB508)
+            return value

@@ -36,7 +36,7 @@ VALIDATOR = jsonschema.Draft202012Validator(
     SCHEMA, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
 )
 # the rules a JSON Schema can state: kind, types and forms, fields, ids, versions
-STRUCTURAL = {"FKB120", "FKB121", "FKB122", "FKB123", "FKB124", "FKB128", "FKB129"}
+STRUCTURAL = {"FKB117", "FKB120", "FKB121", "FKB122", "FKB123", "FKB124", "FKB128", "FKB129"}
 KBS = [
     *sorted(p for p in (CASES / "valid").iterdir() if p.is_dir()),
     *sorted(p for p in (CASES / "invalid").iterdir() if p.is_dir()),
