@@ -159,6 +159,17 @@ def _many_flow_keys(folder: Path, n: int) -> list[tuple[str, str, int]]:
     return [("FKB115", "records/sources/flow-keys.yaml", 1)]
 
 
+def _suppression_comments(folder: Path, n: int) -> list[tuple[str, str, int]]:
+    """n inline suppressions that suppress nothing: each comment was checked against every
+    scalar of the file and scanned to the end of the file for the line it covers."""
+    path = folder / "records/sources/nvidia-h100-datasheet.yaml"
+    text = path.read_text()
+    first = text.count("\n") + 1
+    path.write_text(text + "# flopkb: ignore[FKB122]\n" * n)
+    # n FKB701 warnings: 100 shown, the note sits at the first one cut
+    return [("FKB116", "records/sources/nvidia-h100-datasheet.yaml", first + MAX_FINDINGS_PER_FILE)]
+
+
 def _span_bomb(folder: Path, n: int) -> list[tuple[str, str, int]]:
     """Prose of n characters and a non-verbatim effect of n/2: the closest-span hint compared
     every window of the prose with difflib, a minute at 10 KB."""
@@ -193,6 +204,7 @@ HOSTILE: dict[str, tuple[Callable[[Path, int], list[tuple[str, str, int]]], int,
     "many-flow-keys-70k": (_many_flow_keys, 17_500, 20_000),
     "closest-span-bomb-10kb": (_span_bomb, 2_500, 64_000),
     "many-findings-8k": (_many_findings, 2_000, budget.MAX_ITEMS // 4),
+    "suppression-comments-40k": (_suppression_comments, 10_000, 10_000),
 }
 
 
