@@ -4,7 +4,8 @@ Each case writes one hostile record (at most `budget.MAX_BYTES`) into a copy of 
 KB of the tests and times `flopkb.validate.validate` on that KB in this process (best of
 `--repeat`), beside the same KB without the hostile record (the baseline of the same run). The
 cases are the time bombs found by attacking the validator: the closest-span hint, many keys,
-many findings, huge numbers, deep nesting, aliases, many claim rows and unresolved references.
+many findings, huge numbers, deep nesting, aliases, many claim rows, unresolved references and
+inline suppression comments.
 
 Target (README, "Resource budget"): any record under the size limit validates in well under a
 second. Writes bench/results/hostile_inputs.json with the figures, the machine and the command.
@@ -166,6 +167,18 @@ def unresolved_references() -> tuple[str, str]:
     return "classes/many-refs.yaml", text
 
 
+def suppression_comments() -> tuple[str, str]:
+    """A file of inline suppressions on their own lines (each once scanned the rest of the file)."""
+    body = _fill(lambda i: "# flopkb: ignore[FKB122]\n", LIMIT - 200)
+    return "sources/suppressions.yaml", "id: suppressions\n" + HEAD + HISTORY + body
+
+
+def trailing_suppressions() -> tuple[str, str]:
+    """Trailing suppressions, each once compared with every scalar of the file."""
+    body = _fill(lambda i: f"  k{i}: 1  # flopkb: ignore[FKB122, FKB201]\n", LIMIT - 200)
+    return "sources/trailing.yaml", "id: trailing\n" + HEAD + HISTORY + "x:\n" + body
+
+
 CASES: dict[str, Callable[[], tuple[str, str]]] = {
     "many keys in one mapping": many_keys,
     "many keys in one flow mapping": flow_keys,
@@ -181,6 +194,8 @@ CASES: dict[str, Callable[[], tuple[str, str]]] = {
     "one long text field": long_text,
     "many claim rows": many_claim_rows,
     "many unresolved references": unresolved_references,
+    "inline suppressions on their own lines": suppression_comments,
+    "trailing inline suppressions": trailing_suppressions,
 }
 
 

@@ -181,8 +181,9 @@ def _read_chunk(
 ) -> list[tuple[dict[str, Any] | None, list[Finding]]]:
     """Worker: files -> (value or None, findings); node trees stay behind (where() recomposes)."""
     out = []
+    cwd = os.getcwd()
     for path in paths:
-        doc = _read_one(path, limits)
+        doc = _read_one(path, limits, cwd)
         out.append((doc.data, doc.findings))
     return out
 
@@ -195,9 +196,9 @@ def _internal_error(display: str, record: str | None, stage: str, exc: BaseExcep
     )  # fmt: skip
 
 
-def _read_one(path: Path, limits: Limits) -> Document:
+def _read_one(path: Path, limits: Limits, cwd: str | None = None) -> Document:
     """read_document, where an exception (a bug) is a finding of this file, never of the run."""
-    display = display_path(path)
+    display = display_path(path, cwd)
     try:
         return read_document(path, display, limits)
     except Exception as exc:
@@ -208,9 +209,10 @@ def _read_one(path: Path, limits: Limits) -> Document:
 
 def _documents(paths: list[Path], limits: Limits) -> Iterator[Document]:
     workers = workers_for(len(paths))
+    cwd = os.getcwd()
     if workers == 1:
         for path in paths:
-            yield _read_one(path, limits)
+            yield _read_one(path, limits, cwd)
         return
     size = -(-len(paths) // (workers * 4))
     chunks = [paths[i : i + size] for i in range(0, len(paths), size)]
@@ -220,7 +222,8 @@ def _documents(paths: list[Path], limits: Limits) -> Iterator[Document]:
             chunks, pool.map(_read_chunk, chunks, [limits] * len(chunks)), strict=True
         ):
             for path, (data, findings) in zip(chunk, results, strict=True):
-                yield Document(path=path, display=display_path(path), data=data, findings=findings)
+                display = display_path(path, cwd)
+                yield Document(path=path, display=display, data=data, findings=findings)
 
 
 def load_files(

@@ -218,18 +218,19 @@ def validate(
     kb, findings = load_files(sorted(loaded), root=root, limits=limits)
     findings = sorted_findings([*targets.scoped, *targets.around, *findings, *run_checks(kb)])
     shown_paths = list(report)
+    cwd = os.getcwd()
     if changed:
         ids = {p.stem for p in [*report, *deleted]}
         shown_paths += [kb.files[rid] for rid in sorted(referencing(kb, ids)) if rid in kb.files]
         shown_paths = _unique(shown_paths)
     if len(loaded) != len(shown_paths):
-        shown = {display_path(p) for p in shown_paths} | {f.file for f in targets.scoped}
+        shown = {display_path(p, cwd) for p in shown_paths} | {f.file for f in targets.scoped}
         # an internal error (FKB199) names the KB, not a file: it must never be filtered away
         findings = [f for f in findings if f.file in shown or not f.file or f.rule == "FKB199"]
     findings = selection.apply(findings)
     judged = {code for code in RULES if selection.reports(code)}
     findings = suppression.apply(
-        findings, [(p, display_path(p)) for p in shown_paths], limits, set(RULES), judged
+        findings, [(p, display_path(p, cwd)) for p in shown_paths], limits, set(RULES), judged
     )
     findings = selection.apply(sorted_findings(findings))
     return ValidationResult(
