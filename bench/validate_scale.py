@@ -210,6 +210,27 @@ def machine() -> dict[str, Any]:
     }
 
 
+def _interleaved(
+    commands: list[tuple[list[str], dict[str, str] | None]], cwd: Path, repeat: int
+) -> list[dict[str, Any]]:
+    """`_time` of each command, one run of each in turn, `repeat` rounds."""
+    rounds = [[_time(cmd, cwd, 1, env=env) for cmd, env in commands] for _ in range(repeat)]
+    out = []
+    for i in range(len(commands)):
+        runs = [r[i]["runs_s"][0] for r in rounds]
+        cpu = [r[i]["cpu_s"] for r in rounds]
+        out.append(
+            {
+                "median_s": statistics.median(runs),
+                "min_s": min(runs),
+                "runs_s": runs,
+                "cpu_s": statistics.median(cpu),
+                "exit_code": rounds[-1][i]["exit_code"],
+            }
+        )
+    return out
+
+
 def _composition(root: Path) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for path in sorted((root / "records").rglob("*.yaml")):
@@ -224,11 +245,19 @@ def classes_only(n_classes: int, repeat: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="flopkb-classes-") as tmp:
         root = Path(tmp)
         n = build_class_kb(root, n_classes)
-        compose = _time([sys.executable, "-c", COMPOSE, "records"], root, repeat)
-        floor = _time([sys.executable, "-c", FLOOR, "records"], root, repeat)
         validate_cmd = [sys.executable, "-m", "flopkb", "validate", "records", "--format", "json"]
-        ours = _time(validate_cmd, root, repeat)
-        serial = _time(validate_cmd, root, repeat, env={"FLOPKB_WORKERS": "1"})
+        # interleaved (a0, a, b, b serial, a0, a, ...): on a shared machine the load drifts within
+        # a minute, and it should weigh on the floor and on validate alike
+        compose, floor, ours, serial = _interleaved(
+            [
+                ([sys.executable, "-c", COMPOSE, "records"], None),
+                ([sys.executable, "-c", FLOOR, "records"], None),
+                (validate_cmd, None),
+                (validate_cmd, {"FLOPKB_WORKERS": "1"}),
+            ],
+            root,
+            repeat,
+        )
         result = json.loads(
             subprocess.run(validate_cmd, cwd=root, capture_output=True, text=True).stdout
         )
@@ -239,6 +268,10 @@ def classes_only(n_classes: int, repeat: int) -> dict[str, Any]:
             "a_libyaml_parse_s": floor["median_s"],
             "b_flopkb_validate_s": ours["median_s"],
             "b_over_a": ours["median_s"] / floor["median_s"],
+            "b_over_a_best_runs": ours["min_s"] / floor["min_s"],
+            "b_serial_over_a_best_runs": serial["min_s"] / floor["min_s"],
+            "b_cpu_over_a_cpu": ours["cpu_s"] / floor["cpu_s"],
+            "b_serial_cpu_over_a_cpu": serial["cpu_s"] / floor["cpu_s"],
             "a0_over_a": compose["median_s"] / floor["median_s"],
             "b_serial_s": serial["median_s"],
             "b_serial_over_a": serial["median_s"] / floor["median_s"],
