@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from flopkb import budget
 from flopkb.budget import MAX_FINDINGS_PER_FILE
 from flopkb.check import load_checks
 from flopkb.check.base import RULES
@@ -186,33 +185,20 @@ def _span_bomb(folder: Path, n: int) -> list[tuple[str, str, int]]:
     return [("FKB201", "records/classes/mamba2-ssd.yaml", line)]
 
 
-def _many_findings(folder: Path, n: int) -> list[tuple[str, str, int]]:
-    """n wrong list items: n findings, n lines of output; at most 100 per file are shown."""
-    path = folder / "records/sources/nvidia-h100-datasheet.yaml"
-    items = "".join(f"  - {i}\n" for i in range(n)).rstrip("\n")
-    text = path.read_text().replace("authors: [NVIDIA]", "authors:\n" + items)
-    path.write_text(text)
-    first = next(i for i, s in enumerate(text.splitlines(), 1) if s == "  - 0")
-    rel = "records/sources/nvidia-h100-datasheet.yaml"
-    shown = [("FKB121", rel, first + i) for i in range(MAX_FINDINGS_PER_FILE)]
-    return [*shown, ("FKB116", rel, first + MAX_FINDINGS_PER_FILE)]
-
-
 HOSTILE: dict[str, tuple[Callable[[Path, int], list[tuple[str, str, int]]], int, int]] = {
     # name: (writer, first n, largest n whose 4n still fits the case's limits)
     "many-keys-60k": (_many_keys, 15_000, 20_000),
     "many-flow-keys-70k": (_many_flow_keys, 17_500, 20_000),
     "closest-span-bomb-10kb": (_span_bomb, 2_500, 64_000),
-    "many-findings-8k": (_many_findings, 2_000, budget.MAX_ITEMS // 4),
     "suppression-comments-40k": (_suppression_comments, 10_000, 10_000),
 }
 
 
 def _hostile_run(name: str, root: Path, n: int) -> float:
-    """CPU seconds (best of 2) to validate small-kb with the hostile record of scale n; the
+    """CPU seconds (best of 3) to validate small-kb with the hostile record of scale n; the
     findings are checked on every run."""
     best = float("inf")
-    for attempt in range(2):
+    for attempt in range(3):
         folder = root / f"kb-{n}-{attempt}"
         shutil.copytree(CASES / "valid" / "small-kb", folder)
         expected = HOSTILE[name][0](folder, n)
