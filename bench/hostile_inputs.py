@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import shutil
 import sys
 import tempfile
@@ -226,22 +225,15 @@ def _compose_floor(data: bytes, repeat: int) -> float | None:
 
 
 def machine() -> dict[str, Any]:
-    import os
+    """The fingerprint bench/validate_scale.py writes (one definition for both benches)."""
+    import importlib.util
 
-    import pydantic
-    import yaml
-
-    return {
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "python": platform.python_version(),
-        "pyyaml": yaml.__version__,
-        "libyaml": ".".join(map(str, __import__("yaml._yaml", fromlist=["x"]).get_version())),
-        "pydantic": pydantic.VERSION,
-        # other jobs on the machine move wall times; the load says how busy it was
-        "load_average_1_5_15": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
-    }
+    spec = importlib.util.spec_from_file_location("validate_scale",
+                                                  Path(__file__).with_name("validate_scale.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.machine()
 
 
 def main() -> None:
