@@ -334,7 +334,9 @@ def _draw_measure(ax: Any, spec: dict[str, Any], rows: list[dict[str, Any]], col
     if min(values) > 0 and max(values) / min(values) > 8:
         ax.set_yscale("log")
     _overlay_measure(ax, rows, column, view, drawn)
-    ax.set_ylabel(_measure_label(column, view))
+    # the lower panel is short: a long quantity name wraps instead of running into the panel above
+    label = spec.get("measure_label") or _measure_label(column, view)
+    ax.set_ylabel("\n".join(textwrap.wrap(label, 24)))
     return drawn if numeric_x else []
 
 
