@@ -22,7 +22,6 @@ class Measurement:
     sweep: list[dict[str, Any]] = field(default_factory=list)
     conditions: dict[str, Any] = field(default_factory=dict)
     plot: dict[str, Any] | None = None
-    implementation: str = "bundled"
 
 
 @dataclass
@@ -145,31 +144,6 @@ def ssd_prefix(args: tuple, steps: int, batch: int = 1) -> tuple:
     x, dt, A, Bm, Cm, Dskip = args
     return (x[:batch, :steps].contiguous(), dt[:batch, :steps].contiguous(), A,
             Bm[:batch, :steps].contiguous(), Cm[:batch, :steps].contiguous(), Dskip)
-
-
-def selective_inputs(batch: int, dim: int, steps: int, dstate: int, *, device: Any = "cpu",
-                     dtype: Any = None, seed: int = 0) -> tuple:
-    """u, delta [B, D, T]; A [D, N] fp32 < 0; Bm, Cm [B, N, T]; Dskip [D] fp32 (Mamba-1 layout)."""
-    import torch
-
-    dtype = dtype or torch.bfloat16
-    g = _generator(device, seed)
-
-    def rnd(*shape: int) -> torch.Tensor:
-        return torch.randn(*shape, generator=g, device=device)
-
-    u = rnd(batch, dim, steps).to(dtype)
-    delta = torch.exp(torch.rand(batch, dim, steps, generator=g, device=device) * 4.6 - 6.9)
-    A = -torch.exp(torch.rand(dim, dstate, generator=g, device=device) * 2.7)
-    Bm = rnd(batch, dstate, steps).to(dtype)
-    Cm = rnd(batch, dstate, steps).to(dtype)
-    return u, delta.to(dtype), A, Bm, Cm, rnd(dim)
-
-
-def selective_prefix(args: tuple, steps: int, batch: int = 1) -> tuple:
-    u, delta, A, Bm, Cm, Dskip = args
-    return (u[:batch, :, :steps].contiguous(), delta[:batch, :, :steps].contiguous(), A,
-            Bm[:batch, :, :steps].contiguous(), Cm[:batch, :, :steps].contiguous(), Dskip)
 
 
 def nbytes(*tensors: Any) -> int:

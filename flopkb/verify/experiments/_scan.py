@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from flopkb.verify.context import Context
@@ -83,10 +84,8 @@ def scan_impl(ctx: Context, side: str = "scan") -> Impl:
     return chosen
 
 
-def search_folders(ctx: Context) -> list:
+def search_folders(ctx: Context) -> list[Path]:
     """Where a peer's source may lie: beside the KB, and the working folder."""
-    from pathlib import Path
-
     folders = [Path.cwd()]
     if ctx.kb_root is not None:
         folders.insert(0, Path(ctx.kb_root))

@@ -50,7 +50,9 @@ def _point(ctx: Context, ssd: Any, cond: dict[str, Any], heads: int, headdim: in
     t = _training.optional_step(ctx, label, ssd.fn, ssd.prepare(args), "forward+backward",
                                 **shape)
     if t is None:
-        # an implementation without a working backward has no training step to measure
+        # a peer without a working backward has no training step to measure; ours must have one
+        if ctx.impl("ssd") == "bundled":
+            raise ExperimentError(ctx.notes[-1])
         raise PeerUnavailable(ctx.notes[-1])
     entry = ctx.timings[label]
     if "step_extra_mem_bytes" not in entry:
