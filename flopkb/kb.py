@@ -33,6 +33,7 @@ from flopkb.load import (
 )
 from flopkb.model import (
     AcceleratorRecord,
+    ArchitectureRecord,
     ClassRecord,
     EvidenceRecord,
     HardwareParameter,
@@ -96,6 +97,10 @@ class KnowledgeBase:
     @property
     def evidence(self) -> dict[str, EvidenceRecord]:
         return self._of(EvidenceRecord)
+
+    @property
+    def architectures(self) -> dict[str, ArchitectureRecord]:
+        return self._of(ArchitectureRecord)
 
     def implausible_evidence(self) -> dict[str, tuple[str, str]]:
         """evidence id -> (kind, why) for evidence whose timestamp cannot be true (in the future,

@@ -1,6 +1,7 @@
 """pydantic v2 models of every record kind; `parse_record` picks the model by `kind`."""
 
 from flopkb.model.accelerator import AcceleratorRecord, Spec
+from flopkb.model.architecture import ArchitectureRecord, LayerType
 from flopkb.model.base import (
     ACCEPTED_SCHEMA_VERSIONS,
     CURRENT_SCHEMA_VERSION,
@@ -9,12 +10,23 @@ from flopkb.model.base import (
     RecordBase,
     SourceRef,
 )
-from flopkb.model.classes import Basis, ClassRecord, Flop, HardwareParameter, VerifyLink
+from flopkb.model.classes import (
+    ArchitectureValue,
+    Basis,
+    ClassRecord,
+    DerivedFrom,
+    Flop,
+    HardwareParameter,
+    VerifyLink,
+)
 from flopkb.model.evidence import EvidenceRecord, Judged, Measured, Verdict
 from flopkb.model.quantity import QuantityRecord
 from flopkb.model.source import SourceRecord, SourceType
 
-Record = ClassRecord | AcceleratorRecord | QuantityRecord | SourceRecord | EvidenceRecord
+Record = (
+    ClassRecord | AcceleratorRecord | QuantityRecord | SourceRecord | EvidenceRecord
+    | ArchitectureRecord
+)
 
 MODEL_BY_KIND: dict[Kind, type[RecordBase]] = {
     Kind.operator: ClassRecord,
@@ -23,6 +35,7 @@ MODEL_BY_KIND: dict[Kind, type[RecordBase]] = {
     Kind.quantity: QuantityRecord,
     Kind.source: SourceRecord,
     Kind.evidence: EvidenceRecord,
+    Kind.architecture: ArchitectureRecord,
 }
 
 FOLDER_BY_KIND: dict[Kind, str] = {
@@ -32,6 +45,7 @@ FOLDER_BY_KIND: dict[Kind, str] = {
     Kind.quantity: "quantities",
     Kind.source: "sources",
     Kind.evidence: "evidence",
+    Kind.architecture: "architectures",
 }
 
 __all__ = [
@@ -40,14 +54,18 @@ __all__ = [
     "FOLDER_BY_KIND",
     "MODEL_BY_KIND",
     "AcceleratorRecord",
+    "ArchitectureRecord",
+    "ArchitectureValue",
     "Basis",
     "ClassRecord",
+    "DerivedFrom",
     "EvidenceRecord",
     "Flop",
     "HardwareParameter",
     "HistoryEntry",
     "Judged",
     "Kind",
+    "LayerType",
     "Measured",
     "QuantityRecord",
     "Record",

@@ -59,6 +59,7 @@ class Kind(str, Enum):
     quantity = "quantity"
     source = "source"
     evidence = "evidence"
+    architecture = "architecture"
 
 
 class Strict(BaseModel):

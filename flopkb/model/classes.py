@@ -28,6 +28,29 @@ class VerifyLink(Strict):
     experiment: RecordId
 
 
+class ArchitectureValue(str, Enum):
+    """A quantity computed from architecture records (`flopkb.modelcost`) that a row can name."""
+
+    attention_share = "attention_share"  # % of layers holding an attention sublayer
+    non_attention_share = "non_attention_share"  # 100 - attention_share
+    linear_to_attention_ratio = "linear_to_attention_ratio"  # recurrent mixers : attention mixers
+    kv_cache_ratio = "kv_cache_ratio"  # KV cache of the 2nd architecture / the 1st's (x)
+    kv_cache_reduction = "kv_cache_reduction"  # % less KV cache in the 1st than the 2nd
+
+
+class DerivedFrom(Strict):
+    """A row's figure computed from architecture records, e.g. Jamba's 8x smaller KV cache:
+    `{architectures: [jamba-1.5-mini, mixtral-8x7b], value: kv_cache_ratio, at: {context: 262144}}`.
+    A share or ratio of one architecture is checked on each listed architecture; a comparison
+    (kv_cache_ratio, kv_cache_reduction) takes exactly two: the model, then its baseline."""
+
+    architectures: list[RecordId] = Field(min_length=1, max_length=8)
+    value: ArchitectureValue
+    at: dict[Literal["context", "batch"], Annotated[int, Field(ge=1, le=2**40)]] = Field(
+        default_factory=dict, description="context length and batch of the comparison"
+    )
+
+
 class HardwareParameter(Strict):
     """One claim: a hardware quantity that moves the class's cost, quoted from the prose."""
 
@@ -41,6 +64,9 @@ class HardwareParameter(Strict):
     source: SourceRef | None = None
     formula: str | None = Field(
         default=None, description="basis derived: an expression over quantity ids (and numbers)"
+    )
+    derived_from: DerivedFrom | None = Field(
+        default=None, description="the figure computed from architecture records (basis derived)"
     )
     conditions: dict[str, Scalar] = Field(default_factory=dict)
     verify: VerifyLink | None = None
@@ -59,4 +85,7 @@ class ClassRecord(RecordBase):
     sources: list[SourceRef] = Field(default_factory=list)
     affected_by_hardware: list[RecordId] = Field(default_factory=list)
     related: list[RecordId] = Field(default_factory=list, description="other class records")
+    architectures: list[RecordId] = Field(
+        default_factory=list, description="architecture records of the family's released models and of the baselines its claims compare against"
+    )
     flop: Flop = Field(default_factory=Flop)
