@@ -42,7 +42,9 @@ BAD_MAGNITUDE = rule(
 DRESSED_UP = rule("FKB204", Severity.error, "an `unverified` row carries a source or a formula")
 CITED_NO_SOURCE = rule("FKB205", Severity.error, "a `cited` row has no `source`")
 CITED_NO_LOCATOR = rule("FKB206", Severity.error, "a `cited` row's source has no locator")
-DERIVED_NO_FORMULA = rule("FKB207", Severity.error, "a `derived` row has no `formula`")
+DERIVED_NO_FORMULA = rule(
+    "FKB207", Severity.error, "a `derived` row has no `formula` (nor `derived_from`)"
+)
 DERIVED_FAILS = rule(
     "FKB208",
     Severity.error,
@@ -231,6 +233,8 @@ def _basis(
 def _derived(ctx: CheckContext, rid: str, record: ClassRecord, i: int) -> Iterator[Finding]:
     row = record.flop.hardware_parameters[i]
     at = ("flop", "hardware_parameters", i)
+    if (row.formula is None or not row.formula.strip()) and row.derived_from is not None:
+        return  # computed from architecture records: flopkb.check.architectures checks it
     if row.formula is None or not row.formula.strip():
         yield ctx.finding(
             DERIVED_NO_FORMULA,

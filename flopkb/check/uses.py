@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flopkb.graph.build import _formula_names
+from flopkb.graph.build import _formula_names, architecture_sources
 
 __all__ = ["not_applicable", "used_quantities", "used_sources"]
 
@@ -39,6 +39,8 @@ def used_sources(kb: Any) -> set[str]:
     for record in kb.classes.values():
         used.update(ref.id for ref in record.sources)
         used.update(r.source.id for r in record.flop.hardware_parameters if r.source is not None)
+    for arch in getattr(kb, "architectures", {}).values():
+        used |= architecture_sources(arch)
     return used & set(kb.sources)
 
 

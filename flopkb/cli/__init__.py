@@ -14,7 +14,7 @@ import typer
 from typer.core import TyperGroup
 
 from flopkb import __version__
-from flopkb.cli import claims, extract, graph, hw, interrupts, schema, validate, verify
+from flopkb.cli import claims, extract, graph, hw, interrupts, model, schema, validate, verify
 from flopkb.cli.common import (
     CliState,
     ColorMode,
@@ -129,6 +129,9 @@ app.command("extract", epilog=example("flopkb extract selective-ssm-scan"))(extr
 app.command("verify", epilog=example("flopkb verify --record mamba2-ssd"))(verify.verify)
 app.add_typer(schema.app, name="schema", epilog=example("flopkb schema export --check"))
 app.add_typer(hw.app, name="hw", epilog=example("flopkb hw show h200-sxm"))
+app.add_typer(
+    model.app, name="model", epilog=example("flopkb model show nemotron-h-8b --context 65536")
+)
 app.add_typer(
     graph.app, name="graph", epilog=example("flopkb graph affects hbm_bandwidth --format json")
 )

@@ -18,6 +18,13 @@ Edges (a `networkx.DiGraph`; each edge's `relation` attribute names it), as DESI
     evidence    -confirms | refutes | inconclusive_for | not_applicable_to | errored_on |
                  not_run_for->    claim        (verdict, timestamp)
     evidence    -ran_on->         accelerator
+    class       -has_architecture-> architecture (the class's `architectures`)
+    architecture -cites->         source       (`via: architecture`: the config and papers its
+                                                values come from)
+    architecture -depends_on->    quantity     (`via: roofline`: its decode bound moves with
+                                                hbm_bandwidth and memory_capacity, its prefill
+                                                bound with bf16_tensor_flops)
+    claim       -derived_from->   architecture (a row's `derived_from`)
 
 No two relations ever join the same ordered pair of nodes, so a DiGraph suffices (and builds
 faster than a MultiDiGraph at 10^4 records); a second edge of the same pair keeps the first one
@@ -40,10 +47,13 @@ import networkx as nx
 
 from flopkb.kb import KnowledgeBase, gc_paused
 from flopkb.model import (
+    ArchitectureRecord,
     Verdict,
 )
 
-KINDS = ("class", "claim", "quantity", "accelerator", "source", "evidence")
+KINDS = ("class", "claim", "quantity", "accelerator", "source", "evidence", "architecture")
+# the quantities an architecture's roofline bounds (flopkb.modelcost, bf16 default) are read from
+ROOFLINE_INPUTS = ("bf16_tensor_flops", "hbm_bandwidth", "memory_capacity")
 
 VERDICT_RELATION: dict[Verdict, str] = {
     Verdict.confirmed: "confirms",
@@ -119,6 +129,12 @@ def _build(kb: KnowledgeBase) -> nx.DiGraph:
                 "effect": row.effect, "formula": row.formula, "conditions": dict(row.conditions),
                 "experiment": row.verify.experiment if row.verify else None,
             }  # fmt: skip
+    architectures = dict(sorted(kb.architectures.items()))
+    for aid, arch in architectures.items():
+        nodes[node_id("architecture", aid)] = {
+            "kind": "architecture", "label": aid, "record": aid, "title": arch.title,
+            "family": arch.family,
+        }  # fmt: skip
     for eid, e in evidence.items():
         nodes[node_id("evidence", eid)] = {
             "kind": "evidence", "label": eid, "record": eid, "title": e.title, "claim": e.claim,
@@ -162,6 +178,21 @@ def _build(kb: KnowledgeBase) -> nx.DiGraph:
                      locator=row.source.locator)  # fmt: skip
             for ref in c.sources:
                 edge(claim, node_id("source", ref.id), "cites", via="class", locator=ref.locator)
+    for cid, c in classes.items():
+        for aid in c.architectures:
+            edge(node_id("class", cid), node_id("architecture", aid), "has_architecture")
+        for row in c.flop.hardware_parameters:
+            if row.derived_from is not None:
+                for aid in row.derived_from.architectures:
+                    edge(node_id("claim", f"{cid}/{row.id}"), node_id("architecture", aid),
+                         "derived_from", value=row.derived_from.value.value)  # fmt: skip
+    for aid, arch in architectures.items():
+        node = node_id("architecture", aid)
+        for sid in sorted(architecture_sources(arch)):
+            edge(node, node_id("source", sid), "cites", via="architecture")
+        for qid in ROOFLINE_INPUTS:
+            if node_id("quantity", qid) in nodes:
+                edge(node, node_id("quantity", qid), "depends_on", via="roofline")
     for eid, e in evidence.items():
         ev = node_id("evidence", eid)
         if e.claim is not None:
@@ -190,3 +221,13 @@ def _formula_names(text: str | None) -> frozenset[str]:
     if text is None or not _FORMULA_CHARS.match(text):
         return frozenset()
     return frozenset(_NAME.findall(text))
+
+
+def architecture_sources(arch: ArchitectureRecord) -> set[str]:
+    """Source ids an architecture record cites: its list, its layers' and each value's source."""
+    refs = [*arch.sources, arch.layers.source, arch.parameters_source]
+    for key in type(arch.config).model_fields:
+        entry = getattr(arch.config, key)
+        if entry is not None:
+            refs.append(entry.source)
+    return {ref.id for ref in refs if ref is not None}
