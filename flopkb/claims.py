@@ -6,7 +6,8 @@ from typing import Any
 
 from flopkb.hardware import UnknownRecord
 from flopkb.kb import KnowledgeBase
-from flopkb.model import Basis
+from flopkb.model import Basis, HardwareParameter
+from flopkb.modelshow import derived_values
 from flopkb.verify.evidence import latest_verdicts, sensitive_accelerators
 
 
@@ -56,6 +57,17 @@ def list_claims(
                 "verdicts": dict(found),
                 "implementation_sensitive": [a for a in sensitive.get(claim_id, [])
                                              if a in found],
+                "computed": _computed(kb, row),
             }
         )
     return rows
+
+
+def _computed(kb: KnowledgeBase, row: HardwareParameter) -> list[dict[str, Any]] | None:
+    """The values a row's `derived_from` names, computed from architecture records (else None)."""
+    if row.derived_from is None:
+        return None
+    return [
+        {"value": v.value, "unit": v.unit, "what": v.label, "error": v.error}
+        for v in derived_values(kb, row.derived_from)
+    ]

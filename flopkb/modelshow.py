@@ -155,3 +155,40 @@ def derived_values(kb: KnowledgeBase, spec: DerivedFrom) -> list[DerivedValue]:
         else:
             out.append(DerivedValue(costs.linear_to_attention, unit, label))
     return out
+
+
+def roofline_changes(
+    kb: KnowledgeBase,
+    accelerator: str,
+    before: Mapping[str, float | None],
+    after: Mapping[str, float | None],
+    context: int = DEFAULT_CONTEXT,
+    batch: int = 1,
+) -> list[dict[str, Any]]:
+    """Each architecture's roofline bounds on `accelerator` with the datasheet values `before`
+    and `after` (a what-if), where a bound moves: prefill with tensor FLOP/s, decode with HBM
+    bandwidth (and FLOP/s at large batch), the largest batch with memory capacity."""
+    fields = ("prefill_tokens_per_s", "decode_tokens_per_s", "max_batch")
+    out = []
+    for arch_id, arch in sorted(kb.architectures.items()):
+        try:
+            costs = compute(arch, context=context, batch=batch)
+        except ArchitectureError:
+            continue  # FKB903 reports the record
+        x = roofline(costs, accelerator, before).as_dict()
+        y = roofline(costs, accelerator, after).as_dict()
+        if all(x[f] == y[f] for f in fields):
+            continue
+        out.append(
+            {
+                "architecture": arch_id,
+                "context": context,
+                "batch": batch,
+                "before": {f: x[f] for f in fields},
+                "after": {f: y[f] for f in fields},
+                "ratio": {
+                    f: (y[f] / x[f]) if x[f] and y[f] is not None else None for f in fields
+                },
+            }
+        )
+    return out

@@ -61,6 +61,12 @@ def claims(
         verdicts = ", ".join(
             f"{acc}: {v}" + (" (implementation-sensitive)" if acc in touchy else "")
             for acc, v in r["verdicts"].items()) or "-"
-        table.add_row(r["claim"], r["quantity"], r["magnitude"], r["basis"], verdicts)
+        magnitude = r["magnitude"]
+        if r["computed"]:
+            # the figure beside what the architecture records give for it
+            got = "; ".join("n/a" if c["value"] is None else f"{c['value']:.3g}{c['unit']}"
+                            for c in r["computed"])  # fmt: skip
+            magnitude = f"{magnitude} (computed {got})"
+        table.add_row(r["claim"], r["quantity"], magnitude, r["basis"], verdicts)
     console.print(table)
     print_kb(ctx)

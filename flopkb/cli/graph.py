@@ -230,10 +230,19 @@ def what_if(
         list[str],
         typer.Option("--set", help="QUANTITY=VALUE, a datasheet value to override (repeatable)"),
     ],
+    context: Annotated[
+        int, typer.Option("--context", min=1, max=2**40, help="context L of the model bounds")
+    ] = 4096,
+    batch: Annotated[int, typer.Option("--batch", min=1, max=2**30, help="batch B")] = 1,
     fmt: FormatOption = OutputFormat.text,
 ) -> None:
-    """Override datasheet values on ACC, recompute computed quantities, and list what moves."""
-    result = _run(lambda: queries.what_if(_graph(ctx), acc, queries.parse_settings(settings)))
+    """Override datasheet values on ACC, recompute computed quantities, and list what moves
+    (claims, and the tokens/s roofline bounds of every architecture record)."""
+    result = _run(
+        lambda: queries.what_if(
+            _graph(ctx), acc, queries.parse_settings(settings), context=context, batch=batch
+        )
+    )
     if fmt is OutputFormat.json:
         return emit_json(result)
     table = _table(f"what if on {result['accelerator']}", ["quantity", "before", "after", "ratio"])
@@ -252,6 +261,18 @@ def what_if(
             c["claim"], ", ".join(c["via"]), _ratio(c["ratio"]), "yes" if c["affected"] else "no"
         )
     console.print(claims)
+    if result["architectures"]:
+        bounds = _table(
+            f"model roofline bounds that move (L = {context}, B = {batch})",
+            ["architecture", "prefill tok/s", "decode tok/s", "max batch"],
+        )
+        for m in result["architectures"]:
+            cells = [
+                f"{_num(m['before'][f])} -> {_num(m['after'][f])} ({_ratio(m['ratio'][f])})"
+                for f in ("prefill_tokens_per_s", "decode_tokens_per_s", "max_batch")
+            ]
+            bounds.add_row(m["architecture"], *cells)
+        console.print(bounds)
 
 
 @app.command(epilog=example("flopkb graph path mamba2-ssd hbm_bandwidth"))

@@ -410,9 +410,16 @@ def check_setting(kg: KBGraph, quantity: str, value: float) -> None:
         )
 
 
-def what_if(kg: KBGraph, accelerator: str, settings: Mapping[str, float]) -> dict[str, Any]:
+def what_if(
+    kg: KBGraph,
+    accelerator: str,
+    settings: Mapping[str, float],
+    context: int | None = None,
+    batch: int = 1,
+) -> dict[str, Any]:
     """Override datasheet values on a part, recompute the computed quantities, and list what moves:
-    each changed quantity with its ratio (after/before) and each claim depending on one."""
+    each changed quantity with its ratio (after/before), each claim depending on one, and each
+    architecture's roofline bounds (tokens/s, largest batch) at `context` and `batch`."""
     acc = _bare(kg.resolve(accelerator, ("accelerator",)))
     overrides: dict[str, float] = {}
     for name, value in settings.items():
@@ -464,7 +471,18 @@ def what_if(kg: KBGraph, accelerator: str, settings: Mapping[str, float]) -> dic
                 "affected": data["record"] in affected,
             }
         )
-    return {"accelerator": acc, "set": overrides, "quantities": moved, "claims": claims}
+    from flopkb.modelshow import DEFAULT_CONTEXT, roofline_changes
+
+    def datasheet(values: Mapping[str, Value]) -> dict[str, float | None]:
+        return {q: v.value for q, v in values.items()}
+
+    architectures = roofline_changes(
+        kg.kb, acc, datasheet(before), datasheet(after), context or DEFAULT_CONTEXT, batch
+    )
+    return {
+        "accelerator": acc, "set": overrides, "quantities": moved, "claims": claims,
+        "architectures": architectures,
+    }  # fmt: skip
 
 
 def _claim_value(values: Mapping[str, Value], claim: Mapping[str, Any]) -> float | None:

@@ -45,7 +45,7 @@ def test_rows_have_the_design_keys(kb: KnowledgeBase) -> None:
     assert len(rows) == sum(1 for _ in kb.claims())
     for row in rows:
         assert set(row) == {"claim", "record", "quantity", "magnitude", "basis", "verdicts",
-                            "implementation_sensitive"}
+                            "implementation_sensitive", "computed"}
         assert row["claim"].startswith(row["record"] + "/")
 
 
