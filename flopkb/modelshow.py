@@ -98,6 +98,10 @@ def model_show(
             "layer_width": layers.layer_width,
             "legend": {c: t.value for c, t in layers.legend.items()},
             "counts": costs.counts,
+            "source": {"id": layers.source.id, "locator": layers.source.locator}
+            if layers.source
+            else None,
+            "note": layers.note,
         },
         "config": _config(arch),
         "computed": costs.as_dict(),

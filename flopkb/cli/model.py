@@ -90,7 +90,9 @@ def show(
     if layers["pattern"]:
         pattern = layers["pattern"] + (f" x {layers['repeat']}" if layers["repeat"] > 1 else "")
         legend = ", ".join(f"{k} = {v}" for k, v in layers["legend"].items())
-        config.add_row("layers", f"{pattern} ({legend})", "-", "")
+        config.add_row(
+            "layers", f"{pattern} ({legend})", _source(layers["source"]), layers["note"] or ""
+        )
     config.add_row("layer counts", ", ".join(f"{k}: {n}" for k, n in c["counts"].items()), "-", "")
     for key, entry in data["config"].items():
         config.add_row(key, str(entry["value"]), _source(entry["source"]), entry["note"] or "")

@@ -1,0 +1,49 @@
+"""`flopkb model show`: JSON equals the library's answer; text renders; bad input exits 2."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from flopkb.cli import app
+from flopkb.kb import load_kb
+from flopkb.modelshow import model_show
+from flopkb.paths import bundled_root
+
+runner = CliRunner()
+KB = ["--kb", str(bundled_root())]
+
+
+def test_show_json_equals_library() -> None:
+    args = [*KB, "model", "show", "jamba-1-5-mini", "--context", "262144", "--on", "h200-sxm"]
+    result = runner.invoke(app, [*args, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    kb, _ = load_kb(bundled_root())
+    expected = model_show(kb, "jamba-1-5-mini", context=262144, on=["h200-sxm"])
+    assert json.loads(result.stdout) == json.loads(json.dumps(expected))
+    assert json.loads(result.stdout)["computed"]["kv_cache_bytes"] == 4 * 2**30
+
+
+def test_show_text_has_config_computed_and_bounds() -> None:
+    result = runner.invoke(app, [*KB, "model", "show", "nemotron-h-8b", "--on", "h100-sxm"])
+    assert result.exit_code == 0, result.output
+    for text in ("hybrid_override_pattern", "attention share", "7.69%", "h100-sxm", "roofline"):
+        assert text in result.stdout
+
+
+def test_unknown_ids_exit_2() -> None:
+    result = runner.invoke(app, [*KB, "model", "show", "nemotron-h-9b"])
+    assert result.exit_code == 2 and "nemotron-h-8b" in result.output
+    result = runner.invoke(app, [*KB, "model", "show", "nemotron-h-8b", "--on", "h999"])
+    assert result.exit_code == 2
+
+
+def test_what_if_reports_model_bounds() -> None:
+    args = [*KB, "graph", "what-if", "h200-sxm", "--set", "hbm_bandwidth=9.6", "--format", "json"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    moved = {m["architecture"]: m for m in json.loads(result.stdout)["architectures"]}
+    llama = moved["llama-3-1-8b"]
+    assert llama["ratio"]["decode_tokens_per_s"] == 2.0
+    assert llama["ratio"]["prefill_tokens_per_s"] == 1.0
