@@ -58,11 +58,14 @@ from typing import Any
 from flopkb.model import ArchitectureRecord, LayerType
 from flopkb.model.architecture import ATTENTION_TYPES, RECURRENT_TYPES
 
-BYTES_PER_ELEMENT = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}
-# the tensor FLOP/s quantity a dtype's matmuls run at (fp8 has no quantity in the KB yet)
-FLOPS_QUANTITY = {"bf16": "bf16_tensor_flops", "fp16": "fp16_tensor_flops", "fp32": "tf32_tensor_flops"}
+BYTES_PER_ELEMENT = {"bf16": 2, "fp16": 2, "fp32": 4}
+# The FLOP/s quantity a dtype's matmuls run at. fp32 is true fp32 (CUDA cores): TF32 tensor-core
+# matmuls round the inputs to 10 mantissa bits, a different computation.
+FLOPS_QUANTITY = {
+    "bf16": "bf16_tensor_flops", "fp16": "fp16_tensor_flops", "fp32": "fp32_simt_flops",
+}  # fmt: skip
 # datasheet units: TFLOP/s, TB/s, GB (decimal, as vendors print them)
-UNIT_SCALE = {"bf16_tensor_flops": 1e12, "fp16_tensor_flops": 1e12, "tf32_tensor_flops": 1e12,
+UNIT_SCALE = {"bf16_tensor_flops": 1e12, "fp16_tensor_flops": 1e12, "fp32_simt_flops": 1e12,
               "hbm_bandwidth": 1e12, "memory_capacity": 1e9}  # fmt: skip
 ROOFLINE_QUANTITIES = ("hbm_bandwidth", "memory_capacity")
 
@@ -353,12 +356,13 @@ class Roofline:
 def roofline(costs: Costs, accelerator: str, hw: Mapping[str, float | None]) -> Roofline:
     """Bounds of `costs` on a part whose datasheet values (in KB units: TFLOP/s, TB/s, GB) are
     `hw`, keyed by quantity id; the formulas are in the module docstring."""
-    flops_q = FLOPS_QUANTITY.get(costs.dtype)
-    missing = [q for q in (flops_q, *ROOFLINE_QUANTITIES) if q is None or hw.get(q) is None]
+    flops_q = FLOPS_QUANTITY[costs.dtype]
+    missing = [q for q in (flops_q, *ROOFLINE_QUANTITIES) if hw.get(q) is None]
     if missing:
-        names = ", ".join(str(q) for q in missing) if flops_q else f"a {costs.dtype} FLOP/s quantity"
-        return Roofline(accelerator, None, None, None, None, {}, f"no value for {names}")
-    peak = float(hw[flops_q]) * UNIT_SCALE[flops_q]  # type: ignore[arg-type,index]
+        return Roofline(
+            accelerator, None, None, None, None, {}, f"no value for {', '.join(missing)}"
+        )
+    peak = float(hw[flops_q]) * UNIT_SCALE[flops_q]  # type: ignore[arg-type]
     bandwidth = float(hw["hbm_bandwidth"]) * UNIT_SCALE["hbm_bandwidth"]  # type: ignore[arg-type]
     capacity = float(hw["memory_capacity"]) * UNIT_SCALE["memory_capacity"]  # type: ignore[arg-type]
     if peak <= 0 or bandwidth <= 0:

@@ -42,8 +42,7 @@ def architecture(kb: KnowledgeBase, arch_id: str) -> ArchitectureRecord:
 def hardware_values(model: HardwareModel, acc_id: str, dtype: str) -> dict[str, float | None]:
     """The datasheet values the rooflines need on one part (None where absent or null)."""
     acc = model.accelerator(acc_id)
-    names = [q for q in (FLOPS_QUANTITY.get(dtype), *ROOFLINE_QUANTITIES) if q is not None]
-    return {q: model.value(acc, q).value for q in names}
+    return {q: model.value(acc, q).value for q in (FLOPS_QUANTITY[dtype], *ROOFLINE_QUANTITIES)}
 
 
 def _config(arch: ArchitectureRecord) -> dict[str, dict[str, Any]]:
@@ -190,9 +189,7 @@ def roofline_changes(
                 "batch": batch,
                 "before": {f: x[f] for f in fields},
                 "after": {f: y[f] for f in fields},
-                "ratio": {
-                    f: (y[f] / x[f]) if x[f] and y[f] is not None else None for f in fields
-                },
+                "ratio": {f: (y[f] / x[f]) if x[f] and y[f] is not None else None for f in fields},
             }
         )
     return out

@@ -18,9 +18,7 @@ from flopkb.model import ArchitectureRecord, ClassRecord
 from flopkb.modelcost import ArchitectureError, compute
 from flopkb.modelshow import derived_values
 
-UNSOURCED = rule(
-    "FKB901", Severity.warning, "an architecture value has no source with a locator"
-)
+UNSOURCED = rule("FKB901", Severity.warning, "an architecture value has no source with a locator")
 DANGLING = rule(
     "FKB902", Severity.error,
     "an architecture reference does not resolve (family, source, a class's `architectures`, "
@@ -51,8 +49,11 @@ MAGNITUDE_UNIT = {"percent": "%", "ratio": "x", "proportion": ":"}
 def _sourced(ctx: CheckContext, arch: ArchitectureRecord) -> Iterator[Finding]:
     known = ctx.kb.sources.keys() | ctx.kb.unloaded.keys()
     refs = [(("layers", "source"), arch.layers.source)]
-    refs += [(("config", key, "source"), getattr(arch.config, key).source)
-             for key in type(arch.config).model_fields if getattr(arch.config, key) is not None]
+    refs += [
+        (("config", key, "source"), getattr(arch.config, key).source)
+        for key in type(arch.config).model_fields
+        if getattr(arch.config, key) is not None
+    ]
     refs += [(("sources", i), ref) for i, ref in enumerate(arch.sources)]
     if arch.parameters_source is not None:
         refs.append((("parameters_source",), arch.parameters_source))
@@ -65,9 +66,9 @@ def _sourced(ctx: CheckContext, arch: ArchitectureRecord) -> Iterator[Finding]:
             )  # fmt: skip
         if ref is not None and ref.id not in known:
             yield ctx.finding(DANGLING, arch.id, (*path, "id"), f"no source record {ref.id!r}")
-    if arch.family is not None and arch.family not in ctx.kb.classes:
-        if arch.family not in ctx.kb.unloaded:
-            yield ctx.finding(DANGLING, arch.id, ("family",), f"no class record {arch.family!r}")
+    family = arch.family
+    if family is not None and family not in ctx.kb.classes and family not in ctx.kb.unloaded:
+        yield ctx.finding(DANGLING, arch.id, ("family",), f"no class record {family!r}")
 
 
 def _computable(ctx: CheckContext, arch: ArchitectureRecord) -> Iterator[Finding]:

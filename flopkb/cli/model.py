@@ -50,7 +50,9 @@ def _source(source: dict[str, Any] | None) -> str:
     return f"{source['id']}, {source['locator']}" if source.get("locator") else source["id"]
 
 
-@app.command("show", epilog=example("flopkb model show jamba-1-5-mini --context 262144 --on h200-sxm"))
+@app.command(
+    "show", epilog=example("flopkb model show jamba-1-5-mini --context 262144 --on h200-sxm")
+)
 def show(
     ctx: typer.Context,
     architecture: Annotated[str, typer.Argument(help="architecture record id, e.g. nemotron-h-8b")],

@@ -92,9 +92,12 @@ class SourcedActivation(Strict):
     note: str | None = None
 
 
+Pattern = Annotated[str, StringConstraints(min_length=1, max_length=MAX_PATTERN_CHARS)]
+
+
 class Layers(Strict):
-    pattern: Annotated[str, StringConstraints(min_length=1, max_length=MAX_PATTERN_CHARS)] | None = (
-        Field(default=None, description="one character per sublayer, each named in `legend`")
+    pattern: Pattern | None = Field(
+        default=None, description="one character per sublayer, each named in `legend`"
     )
     legend: dict[Annotated[str, StringConstraints(min_length=1, max_length=1)], LayerType] = Field(
         default_factory=dict, description="pattern character -> layer type"
@@ -114,7 +117,7 @@ class Layers(Strict):
     @model_validator(mode="after")
     def _one_form(self) -> Layers:
         if (self.pattern is None) == (self.counts is None):
-            raise ValueError("give the layers as `pattern` (with `legend`) or as `counts`, not both")
+            raise ValueError("give the layers as `pattern` (with `legend`) or `counts`, not both")
         if self.pattern is not None:
             unknown = sorted(set(self.pattern) - set(self.legend))
             if unknown:

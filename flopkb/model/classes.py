@@ -86,6 +86,8 @@ class ClassRecord(RecordBase):
     affected_by_hardware: list[RecordId] = Field(default_factory=list)
     related: list[RecordId] = Field(default_factory=list, description="other class records")
     architectures: list[RecordId] = Field(
-        default_factory=list, description="architecture records of the family's released models and of the baselines its claims compare against"
+        default_factory=list,
+        description="architecture records of the family's released models and of the baselines "
+        "its claims compare against",
     )
     flop: Flop = Field(default_factory=Flop)

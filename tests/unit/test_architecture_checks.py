@@ -56,7 +56,8 @@ def test_unknown_architecture_and_unsourced_value(tmp_path: Path) -> None:
     arch = root / "records" / "architectures" / "llama-3-1-8b.yaml"
     text = arch.read_text().replace(
         'd_model: {value: 4096, source: {id: hf-llama-3-1-8b-config, locator: "config.json, '
-        'hidden_size"}}', "d_model: {value: 4096}"
+        'hidden_size"}}',
+        "d_model: {value: 4096}",
     )
     assert text != arch.read_text()
     arch.write_text(text)
