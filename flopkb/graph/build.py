@@ -24,7 +24,7 @@ Edges (a `networkx.DiGraph`; each edge's `relation` attribute names it), as DESI
     architecture -depends_on->    quantity     (`via: roofline`: its decode bound moves with
                                                 hbm_bandwidth and memory_capacity, its prefill
                                                 bound with bf16_tensor_flops)
-    claim       -derived_from->   architecture (a row's `derived_from`)
+    claim       -computed_from->  architecture (a row's `derived_from`)
 
 No two relations ever join the same ordered pair of nodes, so a DiGraph suffices (and builds
 faster than a MultiDiGraph at 10^4 records); a second edge of the same pair keeps the first one
@@ -185,7 +185,7 @@ def _build(kb: KnowledgeBase) -> nx.DiGraph:
             if row.derived_from is not None:
                 for aid in row.derived_from.architectures:
                     edge(node_id("claim", f"{cid}/{row.id}"), node_id("architecture", aid),
-                         "derived_from", value=row.derived_from.value.value)  # fmt: skip
+                         "computed_from", value=row.derived_from.value.value)  # fmt: skip
     for aid, arch in architectures.items():
         node = node_id("architecture", aid)
         for sid in sorted(architecture_sources(arch)):

@@ -157,6 +157,9 @@ def _dependents(kg: KBGraph, quantity: str) -> tuple[dict[str, list[Edge]], dict
     claims: dict[str, list[Edge]] = {}
     for q, path in down.items():
         for claim, _ in kg.in_by(q, "depends_on"):
+            # architectures depend on quantities too (their roofline bounds): not claims
+            if split_node(claim)[0] != "claim":
+                continue
             if claim not in claims or len(path) + 1 < len(claims[claim]):
                 claims[claim] = [_edge(claim, "depends_on", q), *path]
     return down, claims
@@ -225,10 +228,17 @@ def affects(kg: KBGraph, ident: str, via_specs: bool = True) -> dict[str, Any]:
                 if set(paths) != before:
                     quantities |= set(down) - {q}
     classes |= {_owner(kg, c) for c in paths}
+    # architectures whose roofline bounds (tokens/s, largest batch) move with a quantity
+    moved = {node, *quantities} if kind == "quantity" else set()
+    architectures = sorted(
+        {_bare(a) for q in moved for a, _ in kg.in_by(q, "depends_on")
+         if split_node(a)[0] == "architecture"}
+    )  # fmt: skip
     return {
         "id": _bare(node),
         "kind": kind,
         "claims": sorted(_bare(c) for c in paths),
+        "architectures": architectures,
         "classes": sorted(_bare(c) for c in classes),
         "quantities": sorted(_bare(q) for q in quantities),
         "paths": {_bare(c): paths[c] for c in sorted(paths)},
