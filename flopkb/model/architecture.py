@@ -25,7 +25,6 @@ from pydantic import BeforeValidator, Field, StringConstraints, model_validator
 from flopkb.model.base import (
     Kind,
     NonEmpty,
-    Number,
     RecordBase,
     RecordId,
     SourceRef,
@@ -169,7 +168,7 @@ class ArchConfig(Strict):
 class ArchitectureRecord(RecordBase):
     kind: Literal[Kind.architecture]
     family: RecordId | None = Field(default=None, description="the class record of the family")
-    parameters_reported: Annotated[Number, Field(gt=0)] | None = Field(
+    parameters_reported: Annotated[float, Field(gt=0), BeforeValidator(a_number)] | None = Field(
         default=None, description="total parameter count as the source states it (for comparison)"
     )
     parameters_source: SourceRef | None = None
