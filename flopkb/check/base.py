@@ -3,7 +3,8 @@
 A check is a function `(CheckContext) -> Iterable[Finding]` registered with `@check`. Each rule
 code is declared once with `rule(...)`; README's rule table is generated from `RULES`.
 Rule code ranges: FKB1xx loading and structure, FKB2xx provenance, FKB3xx references,
-FKB4xx formulas, units and hardware, FKB5xx evidence, FKB6xx graph.
+FKB4xx formulas, units and hardware, FKB5xx evidence, FKB6xx graph, FKB9xx architecture records
+and the model-level figures computed from them.
 """
 
 from __future__ import annotations

@@ -98,6 +98,8 @@ def show(
     config.add_row("layer counts", ", ".join(f"{k}: {n}" for k, n in c["counts"].items()), "-", "")
     for key, entry in data["config"].items():
         config.add_row(key, str(entry["value"]), _source(entry["source"]), entry["note"] or "")
+    if data["notes"]:
+        config.add_row("notes", data["notes"], "-", "")
     console.print(config)
     computed = IdTable(title=f"computed at L = {c['context']}, B = {c['batch']}, {c['dtype']} "
                              f"(state {c['state_dtype']})")  # fmt: skip

@@ -36,6 +36,8 @@ from flopkb.model.base import (
 # d_model of 10^300); far above any released model.
 MAX_PATTERN_CHARS = 4096
 MAX_REPEAT = 1024
+# pattern x repeat: the layers a cost computation walks (Llama-3.1-405B has 252 sublayers)
+MAX_SUBLAYERS = 65536
 MAX_SIZE = 10**9
 
 Size = Annotated[int, Field(ge=1, le=MAX_SIZE), BeforeValidator(a_number)]
@@ -121,6 +123,11 @@ class Layers(Strict):
             unknown = sorted(set(self.pattern) - set(self.legend))
             if unknown:
                 raise ValueError(f"pattern characters without a legend entry: {unknown}")
+            if len(self.pattern) * self.repeat > MAX_SUBLAYERS:
+                raise ValueError(
+                    f"pattern x repeat gives {len(self.pattern) * self.repeat} sublayers; "
+                    f"at most {MAX_SUBLAYERS}"
+                )
             if len(self.pattern) % self.layer_width:
                 raise ValueError(
                     f"a pattern of {len(self.pattern)} characters does not split into layers of "

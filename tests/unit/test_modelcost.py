@@ -117,3 +117,15 @@ def test_a_missing_size_is_an_error_naming_it(kb: KnowledgeBase) -> None:
     )
     with pytest.raises(ArchitectureError, match="ssm_heads"):
         compute(broken)
+
+
+def test_a_huge_pattern_is_refused_at_load() -> None:
+    legend = {"*": "attention", "-": "mlp"}
+    data = {
+        "schema_version": 3, "id": "x", "kind": "architecture", "title": "x",
+        "history": [{"date": "2026-12-01", "by": "t", "note": "n"}],
+        "layers": {"pattern": "*-" * 2048, "repeat": 1024, "legend": legend},
+        "config": {},
+    }  # fmt: skip
+    with pytest.raises(ValueError, match="at most 65536"):
+        ArchitectureRecord.model_validate(data)
