@@ -23,6 +23,7 @@ KIND_COLOURS = {
     "accelerator": "#c44e52",
     "source": "#8172b2",
     "evidence": "#ccb974",
+    "architecture": "#64b5cd",
 }
 KIND_SHAPES = {
     "class": "box",
@@ -31,6 +32,7 @@ KIND_SHAPES = {
     "accelerator": "box3d",
     "source": "folder",
     "evidence": "cds",
+    "architecture": "component",
 }
 
 

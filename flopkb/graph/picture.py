@@ -23,6 +23,7 @@ from flopkb.graph.export import KIND_COLOURS, dot_quote
 
 COLUMN_TITLES = {
     "source": "sources",
+    "architecture": "architectures",
     "class": "classes",
     "claim": "claims (class/row)",
     "computed": "computed quantities",
@@ -37,7 +38,7 @@ CHAR_IN = FONT_PT * 0.6 / 72
 PITCH_IN = 0.24  # vertical distance between two nodes of a column
 BOX_IN = 0.17  # height of a node's box
 LEGEND_ROW_IN = 0.16  # one legend line
-LEGEND_ROWS = 27  # section titles and entries of `legend_entries` (a test keeps them equal)
+LEGEND_ROWS = 30  # section titles and entries of `legend_entries` (a test keeps them equal)
 GAP_IN = 0.9  # horizontal gap between columns, where the edges run
 TOP_IN = 0.85  # title and column headers
 LEGEND_IN = 2.3

@@ -25,7 +25,9 @@ from flopkb.graph.export import KIND_COLOURS
 from flopkb.graph.queries import KBGraph, latest_verdicts
 
 SUFFIXES = (".svg", ".png")
-COLUMNS = ("source", "class", "claim", "computed", "quantity", "accelerator", "evidence")
+COLUMNS = (
+    "source", "architecture", "class", "claim", "computed", "quantity", "accelerator", "evidence"
+)
 # Claim fill by status: the latest verdicts first (refuted anywhere wins), then the basis.
 STATUS_COLOURS = {
     "refuted": "#d62728",
@@ -53,6 +55,8 @@ RELATION_STYLE = {  # colour, alpha, width: dependency edges strong, bookkeeping
     "affected_by": ("#c44e52", 0.08, 0.4),
     "cites": ("#8172b2", 0.25, 0.4),
     "ran_on": ("#ccb974", 0.4, 0.5),
+    "has_architecture": ("#64b5cd", 0.5, 0.6),
+    "computed_from": ("#64b5cd", 0.9, 1.0),
 }
 # Relations followed transitively by --focus (what the node depends on and what depends on it).
 DEPENDENCY = frozenset({"has", "depends_on", "derived_from"})

@@ -110,7 +110,9 @@ class Layers(Strict):
         default=1, description="pattern characters per layer, as the model counts its layers"
     )
     counts: dict[LayerType, Size] | None = Field(
-        default=None, description="sublayers per type, where the published order is not known"
+        default=None,
+        min_length=1,
+        description="sublayers per type, where the published order is not known",
     )
     source: SourceRef | None = None
     note: str | None = None
