@@ -6,6 +6,7 @@ from enum import Enum
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from flopkb.cli.common import FormatOption, OutputFormat, console, emit_json, fail, kb_root
 from flopkb.cli.help import example
@@ -85,7 +86,8 @@ def show(
         emit_json(data)
         return
     c = data["computed"]
-    config = IdTable(title=f"{data['id']}: {data['title']} (config, as sourced)")
+    # a title is record content: never read as rich markup
+    config = IdTable(title=f"{data['id']}: {escape(data['title'])} (config, as sourced)")
     for column in ("key", "value", "source", "note"):
         config.add_column(column, overflow="fold")
     layers = data["layers"]
@@ -116,6 +118,10 @@ def show(
         ("KV cache at L, B", _bytes(c["kv_cache_bytes"])),
         ("recurrent state at B", _bytes(c["state_bytes"])),
         ("weights", _bytes(c["weight_bytes"])),
+        (
+            "weights read per decode step (experts the batch reaches)",
+            _bytes(c["decode_weight_bytes"]),
+        ),
         ("bytes read per decode step (weights + KV + state)", _bytes(c["decode_bytes_per_step"])),
     ]
     for name, value in rows:
