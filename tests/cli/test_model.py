@@ -47,3 +47,10 @@ def test_what_if_reports_model_bounds() -> None:
     llama = moved["llama-3-1-8b"]
     assert llama["ratio"]["decode_tokens_per_s"] == 2.0
     assert llama["ratio"]["prefill_tokens_per_s"] == 1.0
+
+
+def test_claims_show_the_computed_figure() -> None:
+    result = runner.invoke(app, [*KB, "claims", "--record", "jamba"])
+    assert result.exit_code == 0, result.output
+    # (the table may wrap the cell over lines)
+    assert "(computed" in result.stdout and "8x)" in result.stdout
