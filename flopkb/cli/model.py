@@ -80,8 +80,11 @@ def show(
             kb, architecture, context=context, batch=batch, dtype=dtype.value,
             state_dtype=state_dtype.value if state_dtype else None, on=on or None,
         )  # fmt: skip
-    except (UnknownRecord, ArchitectureError) as exc:
+    except UnknownRecord as exc:
         fail(str(exc).strip('"'))
+    except ArchitectureError as exc:
+        # the record lacks a size (record content, FKB903): exit 1 like a finding, never 2
+        fail(f"{exc} (see `flopkb validate`)", code=1, kind="record")
     if fmt is OutputFormat.json:
         emit_json(data)
         return

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -54,3 +56,12 @@ def test_claims_show_the_computed_figure() -> None:
     assert result.exit_code == 0, result.output
     # (the table may wrap the cell over lines)
     assert "(computed" in result.stdout and "8x)" in result.stdout
+
+
+def test_a_record_lacking_a_size_exits_1(tmp_path: Path) -> None:
+    shutil.copytree(bundled_root() / "records", tmp_path / "records")
+    arch = tmp_path / "records" / "architectures" / "nemotron-h-8b.yaml"
+    lines = [ln for ln in arch.read_text().splitlines() if not ln.startswith("  ssm_heads:")]
+    arch.write_text("\n".join(lines) + "\n")
+    result = runner.invoke(app, ["--kb", str(tmp_path), "model", "show", "nemotron-h-8b"])
+    assert result.exit_code == 1 and "ssm_heads" in result.output
