@@ -129,3 +129,16 @@ def test_a_huge_pattern_is_refused_at_load() -> None:
     }  # fmt: skip
     with pytest.raises(ValueError, match="at most 65536"):
         ArchitectureRecord.model_validate(data)
+
+
+def test_counts_give_the_same_costs_as_the_pattern(kb: KnowledgeBase) -> None:
+    # a record may give sublayer counts where the published order is unknown
+    nemotron = arch(kb, "nemotron-h-56b")
+    data = nemotron.model_dump(mode="json", exclude_none=True)
+    data["layers"] = {"counts": {"mamba2": 54, "attention": 10, "mlp": 54}}
+    counted = ArchitectureRecord.model_validate(data)
+    a, b = compute(nemotron, context=8192), compute(counted, context=8192)
+    assert b.layers == a.layers == 118
+    assert (b.parameters, b.kv_cache_bytes, b.attention_share) == (
+        a.parameters, a.kv_cache_bytes, a.attention_share,
+    )  # fmt: skip
