@@ -20,11 +20,13 @@ RMSNorm weight of d per sublayer counted):
   Prefill FLOPs per key 2*h*(p+r) + 2*h*v (keys decompressed); decode with the up-projections
   absorbed reads the latent only: 2*h*(r_kv + r) + 2*h*r_kv per key.
 - mamba1, d_in = expand*d, state N, conv width k, dt rank R (d/16 rounded up where absent, Mamba's
-  default): params d*2*d_in + d_in*k + d_in*(R + 2N) + R*d_in + d_in*N + 2*d_in + d_in*d.
+  default): params d*2*d_in + d_in*(k + 1) + d_in*(R + 2N) + R*d_in + d_in*N + 2*d_in + d_in*d
+  (the convolution keeps its bias, Mamba's conv_bias default; the dt projection's bias and D).
   Scan ~7*d_in*N FLOPs per token (discretise, update, read out), conv 2*d_in*k.
   State d_in*N + d_in*(k-1) elements per sequence.
 - mamba2, H heads of P, groups G, state N: d_in = H*P; params d*(2*d_in + 2*G*N + H) +
-  (d_in + 2*G*N)*k + 3*H + d_in + d_in*d. Recurrent form ~5*d_in*N FLOPs per token (the chunked
+  (d_in + 2*G*N)*(k + 1) + 3*H + d_in + d_in*d (convolution with bias; A, D, dt bias; the
+  gated norm). Recurrent form ~5*d_in*N FLOPs per token (the chunked
   SSD prefill does extra intra-chunk work, not counted: the prefill bound is optimistic).
   State H*P*N + (d_in + 2*G*N)*(k-1) elements.
 - kda (Kimi Delta Attention), H heads of K (keys and values alike): params q, k, v, o (4*d*H*K),
@@ -201,7 +203,7 @@ def _sublayer(arch: ArchitectureRecord, kind: LayerType, assumptions: set[str]) 
             r = math.ceil(d / 16)
             assumptions.add("Mamba dt rank = ceil(d_model / 16) (Mamba's default) where absent")
         matmul = d * 2 * d_in + d_in * (r + 2 * n) + r * d_in + d_in * d
-        p = matmul + d_in * k + d_in * n + 2 * d_in
+        p = matmul + d_in * (k + 1 if k else 0) + d_in * n + 2 * d_in
         flops = 2 * matmul + 7 * d_in * n + 2 * d_in * k
         state = d_in * n + d_in * max(k - 1, 0)
         return Sublayer(p + norm, p + norm, flops, 0, None, 0, 0, state)
@@ -214,7 +216,7 @@ def _sublayer(arch: ArchitectureRecord, kind: LayerType, assumptions: set[str]) 
         d_in = heads * hd
         conv_ch = d_in + 2 * groups * n
         matmul = d * (2 * d_in + 2 * groups * n + heads) + d_in * d
-        p = matmul + conv_ch * k + 3 * heads + d_in
+        p = matmul + conv_ch * (k + 1) + 3 * heads + d_in
         flops = 2 * matmul + 5 * d_in * n + 2 * conv_ch * k
         state = d_in * n + conv_ch * (k - 1)
         assumptions.add("Mamba-2 prefill counted in its recurrent form (SSD's intra-chunk work "

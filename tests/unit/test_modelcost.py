@@ -142,3 +142,14 @@ def test_counts_give_the_same_costs_as_the_pattern(kb: KnowledgeBase) -> None:
     assert (b.parameters, b.kv_cache_bytes, b.attention_share) == (
         a.parameters, a.kv_cache_bytes, a.attention_share,
     )  # fmt: skip
+
+
+def test_nemotron_h_8b_parameter_count(kb: KnowledgeBase) -> None:
+    # Mamba-2 layer: in_proj 4096 x (2 x 8192 + 2 x 8 x 128 + 128), conv (8192 + 2048) x (4 + 1),
+    # A, D, dt bias 3 x 128, gated norm 8192, out_proj 8192 x 4096, its RMSNorm 4096
+    mamba = 4096 * (2 * 8192 + 2048 + 128) + 10240 * 5 + 3 * 128 + 8192 + 8192 * 4096 + 4096
+    attention = 2 * 4096 * 32 * 128 + 2 * 4096 * 8 * 128 + 4096
+    mlp = 2 * 4096 * 21504 + 4096  # squared ReLU: up and down, no gate
+    embeddings = 2 * 131072 * 4096 + 4096  # untied head, final norm
+    expected = 24 * mamba + 4 * attention + 24 * mlp + embeddings
+    assert compute(arch(kb, "nemotron-h-8b")).parameters == expected
