@@ -1013,16 +1013,14 @@ def block_model_table(src: Sources) -> str:
 def block_model_claims(src: Sources) -> str:
     """The model-level rows whose figure is computed from architecture records."""
     from flopkb.claims import list_claims
+    from flopkb.modelshow import shown
 
     kb = _kb_of(src)
     rows = []
     for r in list_claims(kb):
         if not r["computed"]:
             continue
-        got = "; ".join(
-            f"{c['what']}: {c['value']:.4g}" + (":1" if c["unit"] == ":" else c["unit"])
-            for c in r["computed"]
-        )
+        got = "; ".join(f"{c['what']}: {shown(c['value'], c['unit'])}" for c in r["computed"])
         rows.append([f"`{r['claim']}`", r["magnitude"], r["basis"], got])
     return table(["claim", "magnitude", "basis", "computed from the architecture records"], rows)
 

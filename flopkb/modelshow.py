@@ -109,6 +109,11 @@ def model_show(
     }
 
 
+def shown(value: float, unit: str, digits: int = 4) -> str:
+    """A computed value as a magnitude writes it: 8x, 74.07%, 2.857:1."""
+    return f"{value:.{digits}g}" + (":1" if unit == ":" else unit)
+
+
 @dataclass(frozen=True)
 class DerivedValue:
     """One computed value a row names: per architecture, or of a comparison."""

@@ -16,7 +16,7 @@ from flopkb.findings import Finding, Severity
 from flopkb.magnitude import Magnitude, MagnitudeError, parse_magnitude
 from flopkb.model import ArchitectureRecord, ClassRecord
 from flopkb.modelcost import ArchitectureError, compute
-from flopkb.modelshow import derived_values
+from flopkb.modelshow import derived_values, shown
 
 UNSOURCED = rule("FKB901", Severity.warning, "an architecture value has no source with a locator")
 DANGLING = rule(
@@ -148,7 +148,7 @@ def _rows(ctx: CheckContext, rid: str, record: ClassRecord) -> Iterator[Finding]
                 yield ctx.finding(
                     DISAGREES, rid, (*at, "value"),
                     f"the magnitude says {row.magnitude!r}; computed {got.label}: "
-                    f"{got.value:.4g}{got.unit}",
+                    f"{shown(got.value, got.unit)}",
                     "correct the figure, or the architecture record it is computed from",
                 )  # fmt: skip
 

@@ -21,6 +21,7 @@ from flopkb.cli.tables import IdTable
 from flopkb.hardware import UnknownRecord
 from flopkb.kb import load_kb
 from flopkb.model import Basis
+from flopkb.modelshow import shown
 
 
 def claims(
@@ -64,7 +65,7 @@ def claims(
         magnitude = r["magnitude"]
         if r["computed"]:
             # the figure beside what the architecture records give for it
-            got = "; ".join("n/a" if c["value"] is None else f"{c['value']:.3g}{c['unit']}"
+            got = "; ".join("n/a" if c["value"] is None else shown(c["value"], c["unit"], 3)
                             for c in r["computed"])  # fmt: skip
             magnitude = f"{magnitude} (computed {got})"
         table.add_row(r["claim"], r["quantity"], magnitude, r["basis"], verdicts)
