@@ -295,6 +295,15 @@ def test_render_dot_text_holds_no_raw_control_character(kb: Path) -> None:
     assert_safe_text(dot)
 
 
+@pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz `dot` is not installed")
+def test_graphviz_svg_parses(kb: Path, tmp_path: Path) -> None:
+    """Before: NUL in a title made `dot` fail (exit 2), ESC or SOH made the SVG unparseable."""
+    out = tmp_path / "kb.svg"
+    result = _invoke(kb, "graph", "render", str(out), "--engine", "graphviz")
+    assert result.exit_code == 0, result.output
+    ET.parse(out)
+
+
 def test_verify_report_is_escaped(capsys: pytest.CaptureFixture[str]) -> None:
     payload = {
         "machine": {"gpu": PAYLOAD, "accelerator": "h200-sxm", "torch": "2", "triton": "3"},
