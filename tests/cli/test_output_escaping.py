@@ -243,6 +243,46 @@ def test_validate_reports_every_hostile_value_and_prints_them_escaped(kb: Path) 
     json.loads(sarif)
 
 
+@pytest.fixture(scope="module")
+def hostile_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled KB, unchanged, in a folder whose name is a workflow command: every finding
+    (the bundled KB has FKB603 notes) and every KB line prints that name."""
+    root = tmp_path_factory.mktemp("root") / "kb\n::error file=x,line=1::from the KB root \x1b[2J"
+    shutil.copytree(bundled_root() / "records", root / "records")
+    return root
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["validate", "--strict"], ["validate", "--format", "github"], ["claims"], ["graph", "status"]],
+    ids=" ".join,
+)
+def test_a_hostile_kb_folder_name_is_shown_escaped(hostile_root: Path, args: list[str]) -> None:
+    """Before: the folder's name put `::error` at column 0, and `validate --strict` exited 0."""
+    result = _invoke(hostile_root, *args)
+    assert result.exit_code == 0, result.output
+    if "github" in args:
+        assert all(_ANNOTATION.fullmatch(line) for line in result.stdout.splitlines())
+    else:
+        assert_safe_text(result.stdout)
+        assert "kb\\n::error file=x,line=1::from the KB root \\x1b[2J" in result.stdout
+
+
+_SGR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@pytest.mark.parametrize("args", [["hw", "show", "h200-sxm"], ["graph", "why", "mamba2-ssd"]])
+def test_coloured_output_cannot_command_a_runner(kb: Path, args: list[str]) -> None:
+    """With colour forced (a CI log that keeps colours), a line that starts with colour codes
+    and then `::` is a line that starts with `::`."""
+    result = runner.invoke(app, ["--color", "always", "--kb", str(kb), *args])
+    assert result.exit_code == 0, result.output
+    assert "\x1b[" in result.stdout  # coloured indeed
+    assert_cannot_command_a_runner(_SGR.sub("", result.stdout))
+    # the only ESC left are rich's own colour codes: every ESC of the records is text
+    assert "\x1b" not in _SGR.sub("", result.stdout)
+
+
 # one GitHub workflow command per line, ours: `::level props::data`, props without a raw `:` or
 # `,` in a value, data without a raw control character or `##[`
 _ANNOTATION = re.compile(
