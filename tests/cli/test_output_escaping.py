@@ -286,7 +286,8 @@ def test_coloured_output_cannot_command_a_runner(kb: Path, args: list[str]) -> N
 # one GitHub workflow command per line, ours: `::level props::data`, props without a raw `:` or
 # `,` in a value, data without a raw control character or `##[`
 _ANNOTATION = re.compile(
-    r"::(error|warning|notice) file=[^:,]*(,line=\d+,col=\d+)?,title=FKB\d+::[^\x00-\x1f\x7f-\x9f]*"
+    r"::(error|warning|notice) file=[^:,\x00-\x1f\x7f-\x9f]*(,line=\d+,col=\d+)?,title=FKB\d+"
+    r"::[^\x00-\x1f\x7f-\x9f]*"
 )
 
 
