@@ -30,13 +30,16 @@ from typing import IO, Any
 
 import yaml
 
-# C0 (tab, LF and CR included), DEL, C1; Arabic letter mark, LRM, RLM, LRE..RLO, LRI..PDI; the
-# line and paragraph separators (some viewers break lines there)
-UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-# the same, less tab and LF: what text that may span lines keeps
-UNSAFE_IN_BLOCK = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
-)
+# C0 (tab, LF and CR included), DEL, C1 (as regex class ranges)
+CONTROL_CHARS = "\x00-\x1f\x7f-\x9f"
+# the same less tab and LF, which text that spans lines holds
+CONTROL_CHARS_IN_BLOCK = "\x00-\x08\x0b-\x1f\x7f-\x9f"
+# Arabic letter mark, LRM, RLM, LRE..RLO, LRI..PDI: they reorder the text around them
+BIDI_CHARS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+# the line and paragraph separators: some viewers break lines there
+_SEPARATORS = "\u2028\u2029"
+UNSAFE = re.compile(f"[{CONTROL_CHARS}{BIDI_CHARS}{_SEPARATORS}]")
+UNSAFE_IN_BLOCK = re.compile(f"[{CONTROL_CHARS_IN_BLOCK}{BIDI_CHARS}{_SEPARATORS}]")
 # the old form of GitHub's workflow commands: recognised anywhere in a line
 LEGACY_COMMAND = "##["
 # the current form: a line that starts with `::`, after blanks (and, in a coloured terminal
@@ -89,7 +92,7 @@ def guard_json(text: str) -> str:
 
 # bidi controls: PyYAML writes them as they are even in a double-quoted scalar (with
 # allow_unicode, they count as printable); every other character of UNSAFE it escapes there
-_YAML_RAW = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_YAML_RAW = re.compile(f"[{BIDI_CHARS}]")
 
 
 class _ListingDumper(yaml.SafeDumper):
@@ -155,5 +158,8 @@ class GuardedStream:
         return self.target.fileno()
 
     def __getattr__(self, name: str) -> Any:
-        # encoding, errors, ...: whatever rich asks of a stream, the real one answers
+        # encoding, errors, ...: whatever rich asks of a stream, the real one answers (never
+        # `stderr` itself, asked before __init__ set it by copy or pickle: that would recurse)
+        if name == "stderr" or name.startswith("__"):
+            raise AttributeError(name)
         return getattr(self.target, name)

@@ -18,20 +18,20 @@ from pydantic import BaseModel
 
 from flopkb.check.base import CheckContext, check
 from flopkb.check.structure import LOADING
-from flopkb.escape import escape_char
+from flopkb.escape import BIDI_CHARS, CONTROL_CHARS, CONTROL_CHARS_IN_BLOCK, escape_char
 from flopkb.findings import Finding
 
 # Fields that may span lines (a YAML block scalar): tab and LF are text there. Every other string
 # (titles, effects, ids, locators, units, dictionary keys and values) is one line.
 MULTI_LINE_FIELDS = frozenset({"prose", "meaning", "note", "notes", "reason", "error"})
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
-_CONTROL_IN_BLOCK = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_CONTROL = re.compile(f"[{CONTROL_CHARS}]")
+_CONTROL_IN_BLOCK = re.compile(f"[{CONTROL_CHARS_IN_BLOCK}]")
+_BIDI = re.compile(f"[{BIDI_CHARS}]")
 
-Path = tuple[str | int, ...]
+Where = tuple[str | int, ...]
 
 
-def _strings(value: Any, path: Path, field: str) -> Iterator[tuple[Path, str, str]]:
+def _strings(value: Any, path: Where, field: str) -> Iterator[tuple[Where, str, str]]:
     """(path, name of the field it belongs to, text) of every string in a record, keys too."""
     if isinstance(value, str):
         yield path, field, value
@@ -48,7 +48,7 @@ def _strings(value: Any, path: Path, field: str) -> Iterator[tuple[Path, str, st
             yield from _strings(item, (*path, index), field)
 
 
-def _dotted(path: Path) -> str:
+def _dotted(path: Where) -> str:
     out = ""
     for part in path:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
