@@ -1,8 +1,9 @@
 """Findings -> text for people, JSON for scripts, GitHub workflow annotations and SARIF for CI.
 
-Text and annotations show what records and file names hold through `flopkb.escape.visible`
-(control and bidi characters escaped, `##[` defused; the text report's lines are also guarded
-against a leading `::`); JSON and SARIF carry every value in full, through `guard_json`.
+Text, annotations and SARIF messages show what records and file names hold through
+`flopkb.escape.visible` (control and bidi characters escaped, `##[` defused; the text report's
+lines are also guarded against a leading `::`); JSON carries every value in full, and both JSON
+and SARIF pass through `guard_json`.
 """
 
 from __future__ import annotations
@@ -109,7 +110,8 @@ def sarif(result: ValidationResult) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "ruleId": f.rule,
             "level": LEVEL[f.severity],
-            "message": {"text": text + (f" (hint: {f.hint})" if f.hint else "")},
+            # the message is what code scanning shows people: escaped as text output is
+            "message": {"text": visible(text + (f" (hint: {f.hint})" if f.hint else ""))},
             "locations": [{"physicalLocation": location}],
         }
         if f.rule in index:
