@@ -30,9 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from flopkb.check import run_checks
+from flopkb.escape import yaml_listing
 from flopkb.findings import Finding, Severity
 from flopkb.kb import KnowledgeBase
 from flopkb.load.yamlfile import read_document
@@ -187,8 +186,8 @@ def propose_from_prose(prose: str) -> list[Candidate]:
 
 def to_yaml(candidates: list[Candidate]) -> str:
     """The candidates as a YAML list a curator can paste under `flop.hardware_parameters`."""
-    rows = [c.as_row() for c in candidates]
-    return yaml.safe_dump(rows, sort_keys=False, allow_unicode=True, width=100)
+    # safe to print, and parses back to the very text of the prose (flopkb.escape)
+    return yaml_listing([c.as_row() for c in candidates])
 
 
 class NotAClassRecord(LookupError):

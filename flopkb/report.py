@@ -1,4 +1,10 @@
-"""Findings -> text for people, JSON for scripts, GitHub workflow annotations and SARIF for CI."""
+"""Findings -> text for people, JSON for scripts, GitHub workflow annotations and SARIF for CI.
+
+Text, annotations and SARIF messages show what records and file names hold through
+`flopkb.escape.visible` (control and bidi characters escaped, `##[` defused; the text report's
+lines are also guarded against a leading `::`); JSON carries every value in full, and both JSON
+and SARIF pass through `guard_json`.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from flopkb.escape import guard_json, guard_lines, visible
 from flopkb.findings import Finding, Severity
 from flopkb.validate import ValidationResult
 
@@ -16,9 +23,12 @@ LEVEL = {Severity.error: "error", Severity.warning: "warning", Severity.info: "n
 
 def text_line(f: Finding) -> str:
     """`file:line:col: SEVERITY: CODE [record] message (hint: ...)`, severity error|warning|note."""
-    record = f" [{f.record}]" if f.record else ""
-    hint = f" (hint: {f.hint})" if f.hint else ""
-    return f"{f.file}:{f.line}:{f.column}: {LEVEL[f.severity]}: {f.rule}{record} {f.message}{hint}"
+    record = f" [{visible(f.record)}]" if f.record else ""
+    hint = f" (hint: {visible(f.hint)})" if f.hint else ""
+    return guard_lines(
+        f"{visible(f.file)}:{f.line}:{f.column}: {LEVEL[f.severity]}: {visible(f.rule)}{record} "
+        f"{visible(f.message)}{hint}"
+    )
 
 
 def format_text(result: ValidationResult) -> str:
@@ -35,11 +45,13 @@ def format_text(result: ValidationResult) -> str:
 
 
 def format_json(result: ValidationResult) -> str:
-    return json.dumps(result.as_dict(), indent=2) + "\n"
+    return guard_json(json.dumps(result.as_dict(), indent=2)) + "\n"
 
 
 def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    # GitHub's own escaping of command data; `visible` has already turned CR and LF into `\r`
+    # and `\n` text, so a message can never end the command's line early
+    return visible(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def _escape_property(text: str) -> str:
@@ -98,7 +110,8 @@ def sarif(result: ValidationResult) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "ruleId": f.rule,
             "level": LEVEL[f.severity],
-            "message": {"text": text + (f" (hint: {f.hint})" if f.hint else "")},
+            # the message is what code scanning shows people: escaped as text output is
+            "message": {"text": visible(text + (f" (hint: {f.hint})" if f.hint else ""))},
             "locations": [{"physicalLocation": location}],
         }
         if f.rule in index:
@@ -119,7 +132,7 @@ def sarif(result: ValidationResult) -> dict[str, Any]:
 
 
 def format_sarif(result: ValidationResult) -> str:
-    return json.dumps(sarif(result), indent=2) + "\n"
+    return guard_json(json.dumps(sarif(result), indent=2)) + "\n"
 
 
 FORMATTERS = {

@@ -18,8 +18,9 @@ from flopkb.kb import KnowledgeBase, gc_paused, workers_for
 
 # In data-flow order: structure before references before provenance.
 CHECK_MODULES = (
-    "structure", "references", "formulas", "provenance", "units", "evidence", "plausibility",
-    "graph", "suppressions", "architectures",
+    "structure", "characters", "references", "formulas", "provenance", "units", "matching",
+    "device", "evidence", "experiments", "architectures", "plausibility", "graph",
+    "suppressions", "signatures",
 )  # fmt: skip
 
 

@@ -20,6 +20,7 @@ from flopkb.cli.common import (
     ColorMode,
     configure_color,
     err_console,
+    plain,
     report_error,
     set_json_errors,
     wants_json,
@@ -157,8 +158,7 @@ def main() -> None:
     except Exception as exc:  # the last line of defence: never a traceback by default
         if "--debug" in sys.argv:
             raise
-        message = f"flopkb: error: {type(exc).__name__}: {exc}"
-        err_console.print(message, markup=False, highlight=False)
+        err_console.print(plain(f"flopkb: error: {type(exc).__name__}: {exc}"), highlight=False)
         code = 2
     signum = interrupts.finish()
     if signum is not None:

@@ -18,9 +18,11 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from flopkb.atomic import UnsafeTarget, WritePolicy, writing
 from flopkb.config import ConfigError
+from flopkb.escape import GuardedStream, guard_json, visible
 from flopkb.paths import KbLocation, KbNotFound, find_kb
 from flopkb.walk import records_dir
 
@@ -50,8 +52,11 @@ FollowSymlinksOption = Annotated[
     ),
 ]
 
-console = Console(soft_wrap=True)
-err_console = Console(stderr=True, soft_wrap=True)
+# Both consoles write through `GuardedStream`: no line they print can be a CI workflow command,
+# however a table cut or wrapped what a record holds. Record text itself reaches them as `Text`
+# built by `plain` (escaped, never parsed as markup).
+console = Console(soft_wrap=True, file=GuardedStream())
+err_console = Console(stderr=True, soft_wrap=True, file=GuardedStream(stderr=True))
 
 # Set from the raw command line before parsing (see flopkb.cli.app_group), so that even a usage
 # error click raises before any command runs can answer in the format that was asked for.
@@ -85,11 +90,25 @@ def configure_color(mode: ColorMode) -> None:
         target.__init__(  # type: ignore[misc]
             soft_wrap=True,
             stderr=stderr,
+            file=GuardedStream(stderr=stderr),
             no_color=no_color,
             force_terminal=force,
             color_system=None if no_color else "auto",
             highlight=not no_color,
         )
+
+
+def plain(*parts: object | tuple[object, str]) -> Text:
+    """Text for a console: each part escaped (`flopkb.escape.visible`) and never read as rich
+    markup, so `[link=...]` or `[/x]` in a record prints as written; `(part, style)` styles one.
+    """
+    out = Text()
+    for part in parts:
+        if isinstance(part, tuple):
+            out.append(visible(part[0]), style=part[1])
+        else:
+            out.append(visible(part))
+    return out
 
 
 @dataclass
@@ -139,7 +158,7 @@ def kb_root(ctx: typer.Context) -> Path:
 
 def print_kb(ctx: typer.Context) -> None:
     """The closing line of a text summary: which KB it read, and how that KB was found."""
-    console.print(kb_location(ctx).describe(), style="dim", markup=False, highlight=False)
+    console.print(plain((kb_location(ctx).describe(), "dim")), highlight=False)
 
 
 def write_policy(
@@ -166,7 +185,7 @@ def safe_writes(policy: WritePolicy) -> Iterator[None]:
 
 def emit_json(payload: Any) -> None:
     """Print `payload` as JSON exactly as the library returned it (plain stdout, no rich markup)."""
-    sys.stdout.write(json.dumps(payload, indent=2, sort_keys=False, default=str) + "\n")
+    sys.stdout.write(guard_json(json.dumps(payload, indent=2, sort_keys=False, default=str)) + "\n")
 
 
 def error_document(message: str, code: int, kind: str) -> dict[str, Any]:
@@ -179,7 +198,7 @@ def report_error(message: str, code: int = 2, kind: str = "usage") -> None:
     if _JSON_ERRORS["on"]:
         emit_json(error_document(message, code, kind))
     else:
-        err_console.print(f"flopkb: error: {message}", markup=False, highlight=False)
+        err_console.print(plain("flopkb: error: ", message), highlight=False)
 
 
 def fail(message: str, code: int = 2, kind: str = "usage") -> NoReturn:

@@ -7,7 +7,16 @@ from typing import Annotated
 
 import typer
 
-from flopkb.cli.common import FormatOption, OutputFormat, emit_json, err_console, fail, kb_root
+from flopkb.cli.common import (
+    FormatOption,
+    OutputFormat,
+    emit_json,
+    err_console,
+    fail,
+    kb_root,
+    plain,
+)
+from flopkb.escape import guard_lines, visible
 from flopkb.extract import Extraction, NotAClassRecord, extract_record, to_yaml
 from flopkb.findings import Severity
 from flopkb.hardware import UnknownRecord
@@ -48,23 +57,26 @@ def extract(
 
 
 def _print_text(result: Extraction, show_all: bool) -> None:
+    record = visible(result.record)
     if not result.has_prose:
-        sys.stdout.write(f"# no prose could be read from {result.record} (its findings say why)\n")
+        sys.stdout.write(f"# no prose could be read from {record} (its findings say why)\n")
         return
-    lines = [f"# {_count(len(result.candidates), 'new candidate row')} for {result.record}"]
+    lines = [f"# {_count(len(result.candidates), 'new candidate row')} for {record}"]
     if result.quoted:
         where = "commented out at the end" if show_all else "left out; --all shows them"
         more = _count(len(result.quoted), "more candidate")
         lines.append(f"# {more} repeat sentences its rows already quote ({where})")
     lines.append("# paste under flop.hardware_parameters")
     sys.stdout.write("\n".join(lines) + "\n")
+    # to_yaml double-quotes (and so escapes) any text that needs it: guard_lines' escapes are
+    # YAML escapes there, and the listing pastes back to the very text of the prose
     if result.candidates:
-        sys.stdout.write(to_yaml(result.candidates))
+        sys.stdout.write(guard_lines(to_yaml(result.candidates)))
     if show_all:
         for quoted in result.quoted:
-            sys.stdout.write(f"# already quoted by row {', '.join(quoted.rows)}:\n")
+            sys.stdout.write(f"# already quoted by row {visible(', '.join(quoted.rows))}:\n")
             for line in to_yaml([quoted.candidate]).splitlines():
-                sys.stdout.write(f"#   {line}\n")
+                sys.stdout.write(guard_lines(f"#   {line}\n"))
 
 
 def _print_problems(result: Extraction) -> None:
@@ -79,11 +91,14 @@ def _print_problems(result: Extraction) -> None:
     else:
         how = "candidates above"
     err_console.print(
-        f"flopkb: {result.record} {state} ({_count(len(result.problems), 'finding')}; {how}):",
-        markup=False,
+        plain(
+            f"flopkb: {result.record} {state} "
+            f"({_count(len(result.problems), 'finding')}; {how}):"
+        ),
         highlight=False,
     )
     for finding in result.problems:
+        # text_line has escaped the finding already
         err_console.print(text_line(finding), markup=False, highlight=False, soft_wrap=True)
 
 

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from rich.text import Text
 from rich.tree import Tree
 
 from flopkb.atomic import atomic_write_text, check_target
@@ -29,6 +28,7 @@ from flopkb.cli.common import (
     err_console,
     fail,
     kb_root,
+    plain,
     print_kb,
     safe_writes,
     write_policy,
@@ -129,20 +129,25 @@ def affects(
     if fmt is OutputFormat.json:
         return emit_json(result)
     tree = Tree(
-        f"[bold]{result['id']}[/] ({result['kind']}): {len(result['claims'])} claims in "
-        f"{len(result['classes'])} classes"
+        plain(
+            (result["id"], "bold"),
+            f" ({result['kind']}): {len(result['claims'])} claims in "
+            f"{len(result['classes'])} classes",
+        )
     )
     if result["quantities"]:
-        tree.add("through computed: " + ", ".join(result["quantities"]))
+        tree.add(plain("through computed: " + ", ".join(result["quantities"])))
     by_class: dict[str, Tree] = {}
     for claim in result["claims"]:
         cls = claim.split("/", 1)[0]
         if cls not in by_class:
-            by_class[cls] = tree.add(f"[bold]{cls}[/]")
-        by_class[cls].add(Text(chain(f"claim:{claim}", result["paths"][claim]), overflow="fold"))
+            by_class[cls] = tree.add(plain((cls, "bold")))
+        line = plain(chain(f"claim:{claim}", result["paths"][claim]))
+        line.overflow = "fold"
+        by_class[cls].add(line)
     for cls in result["classes"]:
         if cls not in by_class:
-            tree.add(f"[bold]{cls}[/] (no claims)")
+            tree.add(plain((cls, "bold"), " (no claims)"))
     console.print(tree, soft_wrap=False)
 
 
@@ -157,9 +162,11 @@ def why(
     result = _run(lambda: queries.why(_graph(ctx), cls, on))
     if fmt is OutputFormat.json:
         return emit_json(result)
-    console.print(f"[bold]{result['class']}[/]: {result['title']}", highlight=False)
+    console.print(plain((result["class"], "bold"), ": ", result["title"]), highlight=False)
     if result["on"] and not result["affected"]:
-        console.print(f"note: {result['on']} is not in {result['class']}'s affected_by_hardware")
+        console.print(
+            plain(f"note: {result['on']} is not in {result['class']}'s affected_by_hardware")
+        )
     table = _table(
         "quantities that move its cost", ["quantity", "unit", "formula", *result["accelerators"]]
     )
@@ -209,15 +216,19 @@ def diff(
         count = str(len(q["claims"]))
         table.add_row(name, q["unit"], _num(q["a"]), _num(q["b"]), _ratio(q["ratio"]), count)
         if q["claims"]:
-            branch = tree.add(f"[bold]{q['quantity']}[/] {_ratio(q['ratio'])}")
+            branch = tree.add(plain((q["quantity"], "bold"), f" {_ratio(q['ratio'])}"))
             for claim in q["claims"]:
-                branch.add(Text(claim, overflow="fold"))
+                line = plain(claim)
+                line.overflow = "fold"
+                branch.add(line)
     console.print(table)
     console.print(tree, soft_wrap=False)
     same = [q["quantity"] for q in result["quantities"] if not q["differs"]]
     console.print(
-        f"{len(result['claims'])} claims in {len(result['classes'])} classes depend on a quantity "
-        f"that differs; same on both: {', '.join(same) or '-'}",
+        plain(
+            f"{len(result['claims'])} claims in {len(result['classes'])} classes depend on a "
+            f"quantity that differs; same on both: {', '.join(same) or '-'}"
+        ),
         highlight=False,
     )
 
@@ -287,10 +298,10 @@ def path(
     if fmt is OutputFormat.json:
         return emit_json(result)
     if result["edges"] is None:
-        console.print(f"no path between {result['from']} and {result['to']}", highlight=False)
+        console.print(plain(f"no path between {result['from']} and {result['to']}"))
         return
-    console.print(chain(result["from"], result["edges"]), highlight=False)
-    console.print(f"({result['length']} edges)")
+    console.print(plain(chain(result["from"], result["edges"])))
+    console.print(plain(f"({result['length']} edges)"))
 
 
 @app.command(epilog=example("flopkb graph status --format json"))
@@ -308,7 +319,7 @@ def status(ctx: typer.Context, fmt: FormatOption = OutputFormat.text) -> None:
         cell: Callable[[dict[str, Any]], list[str]],
     ) -> None:
         if not rows:
-            console.print(f"[bold]{title}[/]: none")
+            console.print(plain((title, "bold"), ": none"))
             return
         table = _table(f"{title}: {len(rows)}", cols)
         for row in rows:
@@ -373,9 +384,9 @@ def export(
     with safe_writes(policy):
         atomic_write_text(out, text)
     err_console.print(
-        f"wrote {out} ({kg.g.number_of_nodes()} nodes, {kg.g.number_of_edges()} edges)",
-        markup=False, highlight=False,
-    )  # fmt: skip
+        plain(f"wrote {out} ({kg.g.number_of_nodes()} nodes, {kg.g.number_of_edges()} edges)"),
+        highlight=False,
+    )
 
 
 @app.command(epilog=example("flopkb graph render kb.svg"))
@@ -405,7 +416,9 @@ def render(
     if fmt is OutputFormat.json:
         return emit_json(result)
     console.print(
-        f"wrote {result['out']} ({result['engine']}, {result['nodes']} nodes, "
-        f"{result['edges']} edges)",
+        plain(
+            f"wrote {result['out']} ({result['engine']}, {result['nodes']} nodes, "
+            f"{result['edges']} edges)"
+        ),
         highlight=False,
     )

@@ -15,6 +15,7 @@ from flopkb.cli.common import (
     console,
     emit_json,
     kb_root,
+    plain,
     safe_writes,
     write_policy,
 )
@@ -47,10 +48,10 @@ def export_cmd(
         if fmt is OutputFormat.json:
             emit_json({"folder": str(folder), "stale": stale, "ok": not stale})
         elif stale:
-            console.print(f"stale schema files in {folder}: {', '.join(stale)}", markup=False)
+            console.print(plain(f"stale schema files in {folder}: {', '.join(stale)}"))
             console.print("run `flopkb schema export --force` and commit the result", markup=False)
         else:
-            console.print(f"{folder}: up to date", markup=False)
+            console.print(plain(f"{folder}: up to date"))
         raise typer.Exit(1 if stale else 0)
     with safe_writes(write_policy(ctx, force, follow_symlinks)):
         written = export(folder)
@@ -58,4 +59,4 @@ def export_cmd(
         emit_json({"folder": str(folder), "written": [str(p) for p in written]})
     else:
         for path in written:
-            console.print(f"wrote {path}", markup=False)
+            console.print(plain(f"wrote {path}"))

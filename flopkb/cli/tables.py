@@ -6,6 +6,9 @@ least as wide as its longest word; when that does not fit, `record/row` ids fold
 (`mamba2-ssd/` over `default-chunk-size`) and the rules between columns go; when even that does not
 fit, each row is shown as a block of `column: value` lines, wrapped at spaces.
 JSON output always carries the full ids.
+
+Title, headers and cells are record text: escaped (`flopkb.escape.visible`) and handed to rich as
+`Text`, never as markup, so `[link=...]` or `[/x]` in a record shows as written.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
+
+from flopkb.escape import visible
 
 # `record/row` ids (lowercase, as ids are): fold after the slash, never inside a name; units
 # such as `TFLOP/s` stay whole
@@ -32,21 +37,31 @@ def _folded(cell: str) -> str:
     return _SLASHED.sub("\\1\n", cell)
 
 
+def _cell(value: str | list[str] | None) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return visible(value)
+    return "\n".join(visible(item) for item in value)
+
+
 class IdTable:
     """A rich Table built on demand (same `add_column` / `add_row` calls), see the module doc."""
 
     def __init__(self, title: str | None = None, **table_kwargs: Any) -> None:
-        self.title = title
+        self.title = visible(title) if title is not None else None
         self.table_kwargs = table_kwargs
         self.columns: list[tuple[str, dict[str, Any]]] = []
         self.rows: list[tuple[list[str], dict[str, Any]]] = []
 
     def add_column(self, header: str, **kwargs: Any) -> None:
         kwargs.pop("overflow", None)
-        self.columns.append((header, kwargs))
+        self.columns.append((visible(header), kwargs))
 
-    def add_row(self, *cells: str | None, **kwargs: Any) -> None:
-        self.rows.append(([c if c is not None else "" for c in cells], kwargs))
+    def add_row(self, *cells: str | list[str] | None, **kwargs: Any) -> None:
+        """A row; a cell given as a list shows one item a line (a line break inside an item is
+        shown escaped, as every control character is)."""
+        self.rows.append(([_cell(c) for c in cells], kwargs))
 
     def _cells(self, fold: bool) -> list[list[str]]:
         """Cells by column, header first; ids folded after their slashes when `fold`."""
@@ -61,9 +76,9 @@ class IdTable:
         if compact:
             # no outer edge, no vertical rules: fewer columns of text spent on lines
             kwargs.update(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-        table = Table(title=self.title, **kwargs)
+        table = Table(title=Text(self.title) if self.title is not None else None, **kwargs)
         for (header, column_kwargs), width in zip(self.columns, widths, strict=True):
-            table.add_column(header, overflow="fold", width=width, **column_kwargs)
+            table.add_column(Text(header), overflow="fold", width=width, **column_kwargs)
         for row, row_kwargs in self.rows:
             table.add_row(*(Text(_folded(c) if fold else c) for c in row), **row_kwargs)
         return table

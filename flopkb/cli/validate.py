@@ -17,6 +17,7 @@ import typer
 
 from flopkb.cli.common import fail, kb_location, kb_location_of_files
 from flopkb.config import Config
+from flopkb.escape import visible
 from flopkb.load import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, Limits
 from flopkb.report import FORMATTERS
 from flopkb.selection import Selection, SelectionError
@@ -140,6 +141,6 @@ def validate(
             out = "".join(lines[:-1])
         else:
             checked = where.describe() if where is not None else "files outside any KB"
-            out = "".join(lines[:-1]) + lines[-1].rstrip("\n") + f"; {checked}\n"
+            out = "".join(lines[:-1]) + lines[-1].rstrip("\n") + f"; {visible(checked)}\n"
     sys.stdout.write(out)
     raise typer.Exit(result.exit_code)

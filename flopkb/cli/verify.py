@@ -22,6 +22,7 @@ from flopkb.cli.common import (
     err_console,
     fail,
     kb_root,
+    plain,
     print_kb,
     safe_writes,
     write_policy,
@@ -91,13 +92,14 @@ def _table(payload: dict[str, Any], plan_mode: bool) -> IdTable:
         if r.get("implementation_sensitive"):
             verdict += " (implementation-sensitive)"
         judgements = r.get("judgements") or []
+        lines = [middle]
         if len(judgements) > 1:
-            middle += "".join(f"\n{_fmt_combo(j['combination'])}: {j['verdict']} "
-                              f"{_fmt_measured(j.get('measured'))}" for j in judgements)
+            lines += [f"{_fmt_combo(j['combination'])}: {j['verdict']} "
+                      f"{_fmt_measured(j.get('measured'))}" for j in judgements]
         tail = _fmt_cond(r.get("conditions"))
         if r.get("reason") and r["verdict"] not in {"confirmed", "refuted", "inconclusive"}:
             tail = f"{tail}; {r['reason']}" if tail != "-" else r["reason"]
-        table.add_row(r.get("claim") or "-", r["experiment"], verdict, middle, expected, tail)
+        table.add_row(r.get("claim") or "-", r["experiment"], verdict, lines, expected, tail)
     return table
 
 
@@ -166,8 +168,8 @@ def verify(
             progress.update(task, advance=1, description=payload["experiment"])
         elif kind == "result" and not err_console.is_terminal:
             # logs (CI, a remote GPU job) get one line per verdict as it comes
-            err_console.print(f"{payload['experiment']}: {payload.get('claim') or '-'} "
-                              f"{payload['verdict']}", markup=False, highlight=False)
+            err_console.print(plain(f"{payload['experiment']}: {payload.get('claim') or '-'} "
+                                    f"{payload['verdict']}"), highlight=False)
 
     if not gpu:
         extra = runner.unlinked(kb) if claim is None and record is None else []
@@ -209,13 +211,13 @@ def _report(payload: dict[str, Any], fmt: OutputFormat, plan_mode: bool) -> None
     m = payload["machine"]
     if m:
         acc = m.get("accelerator") or "no accelerator record"
-        console.print(f"machine: {m.get('gpu')} -> {acc}"
-                      f" (torch {m.get('torch')}, triton {m.get('triton')}, CUDA {m.get('cuda')})",
-                      markup=False)
+        console.print(plain(f"machine: {m.get('gpu')} -> {acc}"
+                            f" (torch {m.get('torch')}, triton {m.get('triton')}, "
+                            f"CUDA {m.get('cuda')})"), highlight=False)
     console.print(_table(payload, plan_mode))
     counts: dict[str, int] = {}
     for r in payload["results"]:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
-    console.print(f"{len(payload['results'])} results ({summary}) in {payload['duration_s']:.1f} s",
-                  markup=False)
+    console.print(plain(f"{len(payload['results'])} results ({summary}) in "
+                        f"{payload['duration_s']:.1f} s"), highlight=False)

@@ -37,6 +37,12 @@ LOAD_RULES: dict[str, tuple[Severity, str]] = {
         "the rest are counted, not shown",
     ),
     "FKB117": (E, "a text field is blank (empty or whitespace only)"),
+    "FKB118": (
+        E,
+        "a text value holds a control character (NUL, ESC, DEL, C1; in a one-line field also "
+        "tab, CR or LF), written with a YAML escape",
+    ),
+    "FKB119": (W, "a text value holds a bidirectional control (U+202E, ...): it reorders the text"),
     "FKB120": (E, "`kind` is missing or not one of the record kinds"),
     "FKB121": (E, "a value has the wrong type or form (schema violation)"),
     "FKB122": (E, "an unknown field (with a did-you-mean hint)"),
