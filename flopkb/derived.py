@@ -205,15 +205,16 @@ def computed_values(
     return {acc: compute_row(model, record, row, acc) for acc in record.affected_by_hardware}
 
 
-def summary(values: dict[str, Computed] | None) -> str:
-    """One short text for tables: the value (or its range over parts) and a mark on disagreement."""
+def summary(values: dict[str, dict[str, Any]] | None) -> str:
+    """One short text for tables from `{acc: Computed.as_dict()}`: the value (or its range over
+    the parts), and "disagrees" where the magnitude does not cover it."""
     if not values:
         return ""
-    got = [c.value for c in values.values() if c.value is not None]
+    got = [c["value"] for c in values.values() if c.get("value") is not None]
     if not got:
         return "n/a"
     lo, hi = min(got), max(got)
     text = f"{lo:.4g}" if math.isclose(lo, hi, rel_tol=1e-9) else f"{lo:.4g}..{hi:.4g}"
-    if any(c.agrees is False for c in values.values()):
-        text += " (disagrees)"
+    if any(c.get("agrees") is False for c in values.values()):
+        text += ", disagrees"
     return text

@@ -18,6 +18,7 @@ from flopkb.cli.common import (
     print_kb,
 )
 from flopkb.cli.tables import IdTable
+from flopkb.derived import summary
 from flopkb.hardware import UnknownRecord
 from flopkb.kb import load_kb
 from flopkb.model import Basis
@@ -61,6 +62,8 @@ def claims(
         verdicts = ", ".join(
             f"{acc}: {v}" + (" (implementation-sensitive)" if acc in touchy else "")
             for acc, v in r["verdicts"].items()) or "-"
-        table.add_row(r["claim"], r["quantity"], r["magnitude"], r["basis"], verdicts)
+        # a derived row shows what its formula computes, beside the basis that claims it
+        basis = r["basis"] + (f" ({summary(r['computed'])})" if r.get("computed") else "")
+        table.add_row(r["claim"], r["quantity"], r["magnitude"], basis, verdicts)
     console.print(table)
     print_kb(ctx)

@@ -45,8 +45,19 @@ def test_rows_have_the_design_keys(kb: KnowledgeBase) -> None:
     assert len(rows) == sum(1 for _ in kb.claims())
     for row in rows:
         assert set(row) == {"claim", "record", "quantity", "magnitude", "basis", "verdicts",
-                            "implementation_sensitive"}
+                            "implementation_sensitive", "computed"}
         assert row["claim"].startswith(row["record"] + "/")
+        assert (row["computed"] is not None) == (row["basis"] == "derived")
+
+
+def test_derived_rows_carry_their_computed_values(kb: KnowledgeBase) -> None:
+    rows = {r["claim"]: r for r in list_claims(kb, basis="derived")}
+    replaced = rows["nemotron-h/attention-layers-replaced"]["computed"]
+    # 100 * (52 - 4) / 52 on every part the class lists, covered by "92%"
+    assert {c["value"] for c in replaced.values()} == {92.3077}
+    assert all(c["agrees"] is True for c in replaced.values())
+    narrowed = list_claims(kb, basis="derived", accelerator="h200-sxm")
+    assert all(set(r["computed"]) == {"h200-sxm"} for r in narrowed)
 
 
 def test_filters(kb: KnowledgeBase) -> None:
