@@ -101,3 +101,40 @@ def test_absolute_magnitude_validates_with_its_grouped_figure(tmp_path: Path) ->
     # a row whose quantity is in FLOP/B cannot be read as TFLOP/s: said, not guessed
     ridge = _kb_with_row(tmp_path / "c", "989.4 TFLOP/s", peak, "989.4 TFLOP/s")
     assert "not a unit of flop_rate" in validate(ridge).errors[0].message
+
+
+def _kb_with_cited_row(tmp_path: Path, magnitude: str, sentence: str) -> Path:
+    kb = tmp_path / "kb"
+    shutil.copytree(SMALL_KB, kb)
+    path = kb / "records" / "classes" / "mamba2-ssd.yaml"
+    text = path.read_text(encoding="utf-8")
+    prose = "follows the BF16 tensor throughput and the ridge point of the part."
+    text = text.replace(prose, f"{prose} {sentence}")
+    row = (
+        f'    - id: absolute-figure\n      quantity: bf16_tensor_flops\n'
+        f'      effect: "{sentence}"\n      magnitude: "{magnitude}"\n      basis: cited\n'
+        f'      source: {{id: dao-gu-2024-ssd, locator: "Table 1"}}\n'
+    )
+    text = text.replace("history:\n", row + "history:\n", 1)
+    path.write_text(text, encoding="utf-8")
+    return kb
+
+
+@pytest.mark.parametrize(
+    ("magnitude", "sentence"),
+    [
+        ("740 TFLOP/s", "The GEMM reaches 740 TFLOP/s in FP16."),
+        ("1,979 TOPS", "INT8 peaks at 1,979 TOPS dense."),
+        ("from 12 ms to 4 ms", "Fusion cuts a step from 12 ms to 4 ms."),
+        ("up to 80 GB", "It holds up to 80 GB of weights."),
+    ],
+)
+def test_cited_absolute_rows_validate(tmp_path: Path, magnitude: str, sentence: str) -> None:
+    result = validate(_kb_with_cited_row(tmp_path, magnitude, sentence))
+    assert result.ok, [(f.rule, f.message) for f in result.errors]
+
+
+def test_figures_are_matched_as_written(tmp_path: Path) -> None:
+    # "1979" is not the prose's "1,979": rule 2 compares figures as written
+    result = validate(_kb_with_cited_row(tmp_path, "1979 TOPS", "INT8 peaks at 1,979 TOPS dense."))
+    assert [f.rule for f in result.errors] == ["FKB202"]
