@@ -196,6 +196,13 @@ def _magnitude(
             )  # fmt: skip
 
 
+def _is_absolute(text: str) -> bool:
+    try:
+        return parse_magnitude(text).kind in {"absolute", "change"}
+    except MagnitudeError:
+        return False
+
+
 def _basis(
     ctx: CheckContext, rid: str, record: ClassRecord, i: int, confirmed_on: set[str]
 ) -> Iterator[Finding]:
@@ -305,13 +312,17 @@ def _derived(ctx: CheckContext, rid: str, record: ClassRecord, i: int) -> Iterat
     if disagreeing:
         # one finding per row, naming each computed value and where: a constant formula gives
         # one value everywhere, a formula over specs one per part
-        groups = [f"{value:.6g} on {', '.join(accs)}" for value, accs in disagreeing.items()]
+        # an absolute magnitude is compared in the row quantity's unit: say which
+        shown_unit = f" {unit}" if unit and _is_absolute(row.magnitude) else ""
+        groups = [
+            f"{value:.6g}{shown_unit} on {', '.join(accs)}" for value, accs in disagreeing.items()
+        ]
         shown = "; ".join(groups[:4]) + (f"; and {len(groups) - 4} more" if len(groups) > 4 else "")
         covered = cover_text if cover_text.startswith(("[", "(")) else None
         yield ctx.finding(
             DERIVED_DISAGREES, rid, (*at, "magnitude"),
             f"formula {_cut(formula.text, 80)} computes {shown}; magnitude "
             f"{_cut(row.magnitude, 60)} "
-            + (f"covers {covered}" if covered else f"cannot be compared: {cover_text}"),
+            + (f"covers {covered}{shown_unit}" if covered else f"cannot be compared: {cover_text}"),
             "fix the formula or the magnitude, or set the basis the row earns (cited)",
         )  # fmt: skip

@@ -6,6 +6,8 @@ import re
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from flopkb.extract import lift_magnitudes, propose, reproduction, sentences
 from flopkb.kb import KnowledgeBase, load_kb
@@ -160,3 +162,26 @@ def test_extract_is_linear(make) -> None:  # type: ignore[no-untyped-def]
         small = _cpu(make(n))
     large = _cpu(make(4 * n))
     assert large <= 6 * small, f"{n} chars: {small:.3f} s; {4 * n}: {large:.3f} s"
+
+
+_PIECES = st.sampled_from(
+    ["2", "8", "1,979", "3.35", "x", "%", " ", "-", ":", "=", "~", "up to ", "at least ",
+     "about ", "times faster", "TFLOP/s", "TOPS", "TB/s", "ms", "µs", "GB", "MiB", "B",
+     "tokens/s", "from ", " to ", "cross", "at ", "sequence length ", "2K", "16K", "Beyond ",
+     ",", ".", ";", "Q", "a"]
+)
+
+
+@given(st.lists(_PIECES, max_size=40).map("".join))
+@settings(max_examples=300, deadline=None)
+def test_every_lifted_figure_parses_and_is_quoted(sentence: str) -> None:
+    """Whatever the sentence, every lifted magnitude parses and rule 2 finds its figures."""
+    from flopkb.check.provenance import has_size, number_tokens
+
+    tokens = number_tokens(sentence)
+    for text in lift_magnitudes(sentence):
+        magnitude = parse_magnitude(text)
+        size = magnitude.condition.get("at_text")
+        sized = {str(size)[:-1]} if size else set()
+        assert set(magnitude.figures) - sized <= tokens, (sentence, text)
+        assert size is None or has_size(sentence, str(size)), (sentence, text)
