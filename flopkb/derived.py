@@ -89,7 +89,8 @@ def covers(magnitude: Magnitude, quantity_unit: str | None = None) -> Cover | No
     if kind == "crossover":
         # `2K` is 2048 tokens: half a unit of "2" is half a K
         at = float(magnitude.low or 0)
-        h = half_unit(figs[0]) * at / _number(figs[0])
+        written_size = _number(figs[0])
+        h = half_unit(figs[0]) * (at / written_size if written_size else 1.0)
         return Cover(at - h, at + h)
     if kind == "proportion":
         a, b = magnitude.condition["a"], magnitude.condition["b"]
@@ -99,8 +100,11 @@ def covers(magnitude: Magnitude, quantity_unit: str | None = None) -> Cover | No
         end = figs[-1]
         cover = Cover(_number(end) - half_unit(end), _number(end) + half_unit(end))
         return _scaled(cover, magnitude, quantity_unit)
-    # ratio, percent, value, absolute: the figures as written; an `at` size is the last figure
+    # ratio, percent, value, absolute: the figures as written; an `at` size is the last figure,
+    # and a named value's figure is its last (`d2=64` also has the 2 of its name)
     written = figs[:-1] if magnitude.condition.get("at_text") else figs
+    if kind == "value":
+        written = figs[-1:]
     lo_fig, hi_fig = written[0], written[-1]
     lo, hi = _number(lo_fig) - half_unit(lo_fig), _number(hi_fig) + half_unit(hi_fig)
     cover = Cover(lo, hi)
