@@ -172,6 +172,15 @@ def suppression_comments() -> tuple[str, str]:
     return "sources/suppressions.yaml", "id: suppressions\n" + HEAD + HISTORY + body
 
 
+def extract_bait_prose() -> tuple[str, str]:
+    """One sentence of prose dense in extract's triggers ("cross" words far from "at 2K", figures,
+    qualifiers); `flopkb extract` on it was quadratic (tests/unit/test_extract.py times that)."""
+    unit = ("SSD crosses the scan and crossing again 2x faster 20% about at least ~3 x, "
+            "beyond the a=b 1,979 TOPS from 12 to 3 times cross 1-2-3 up to ")
+    prose = (unit * (LIMIT // len(unit)))[: LIMIT - 2000]
+    return "classes/extract-bait.yaml", f"id: extract-bait\n{CLASS_HEAD}prose: '{prose}'\n"
+
+
 def trailing_suppressions() -> tuple[str, str]:
     """Trailing suppressions, each once compared with every scalar of the file."""
     body = _fill(lambda i: f"  k{i}: 1  # flopkb: ignore[FKB122, FKB201]\n", LIMIT - 200)
@@ -195,6 +204,7 @@ CASES: dict[str, Callable[[], tuple[str, str]]] = {
     "many unresolved references": unresolved_references,
     "inline suppressions on their own lines": suppression_comments,
     "trailing inline suppressions": trailing_suppressions,
+    "extract bait: 1 MiB sentence of figures": extract_bait_prose,
 }
 
 

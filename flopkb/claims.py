@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from flopkb.hardware import UnknownRecord
+from flopkb.derived import computed_values
+from flopkb.hardware import HardwareModel, UnknownRecord
 from flopkb.kb import KnowledgeBase
 from flopkb.model import Basis, HardwareParameter
 from flopkb.modelshow import derived_values
@@ -19,6 +20,10 @@ def list_claims(
     accelerator: str | None = None,
 ) -> list[dict[str, Any]]:
     """Claims as `[{"claim","record","quantity","magnitude","basis","verdicts":{acc: verdict}}]`.
+
+    A `derived` row with a formula also has `computed`: its formula on each accelerator its class lists,
+    `{acc: {"value", "agrees"[, "note"]}}` (flopkb.derived; `agrees` false is FKB213); other
+    rows have `computed: null`.
 
     Filters: `record` (class id), `quantity` (the row's quantity id, exactly), `basis`, and
     `accelerator` (claims whose class lists it in `affected_by_hardware`; verdicts narrowed to it).
@@ -35,6 +40,7 @@ def list_claims(
     verdicts = latest_verdicts(kb)
     sensitive = sensitive_accelerators(kb)
     rows: list[dict[str, Any]] = []
+    model = HardwareModel(kb)
     for claim_id, rec, row in kb.claims():
         if record is not None and rec.id != record:
             continue
@@ -47,6 +53,9 @@ def list_claims(
         found = verdicts.get(claim_id, {})
         if accelerator is not None:
             found = {acc: v for acc, v in found.items() if acc == accelerator}
+        computed = computed_values(model, rec, row)
+        if computed is not None and accelerator is not None:
+            computed = {acc: c for acc, c in computed.items() if acc == accelerator}
         rows.append(
             {
                 "claim": claim_id,
@@ -57,7 +66,9 @@ def list_claims(
                 "verdicts": dict(found),
                 "implementation_sensitive": [a for a in sensitive.get(claim_id, [])
                                              if a in found],
-                "computed": _computed(kb, row),
+                "computed": None if computed is None
+                else {acc: c.as_dict() for acc, c in computed.items()},
+                "computed_from_architectures": _computed(kb, row),
             }
         )
     return rows

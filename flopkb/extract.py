@@ -25,6 +25,7 @@ same value (kind, low, high, unit, bound and `at` condition).
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,37 +40,75 @@ from flopkb.magnitude import Magnitude, MagnitudeError, parse_magnitude
 from flopkb.model import ClassRecord
 from flopkb.text import normalise
 
-_NUM = r"\d+(?:\.\d+)?"
-_QUAL = r"(?P<qual>\bup to\s+|\babout\s+|~)?"
-# A ratio must touch its `x` ("2-8x", "6x"): "M x K" or "2 x 3" are shapes, not ratios.
-_RATIO = re.compile(
-    rf"{_QUAL}(?<![\w.])(?P<lo>{_NUM})(?:-(?P<hi>{_NUM}))?[x\u00d7](?![\w])"
-    rf"(?:(?:\s+[A-Za-z-]+){{0,2}}?\s+at\s+(?:sequence length\s+)?(?P<size>{_NUM}[KMG])\b)?"
+# Every pattern here is bounded so that extract stays linear in the prose (a 1 MiB prose is a
+# 1 MiB sentence when it has no full stop): no nested unbounded quantifiers, no pattern that
+# scans ahead from a keyword without a fixed window, and figures start at a digit that starts a
+# number (the look-behind right after it), which lets the regex engine skip to digits.
+# Figures as quoted: thousands groups ("1,979") or plain digits.
+# Digit runs are bounded too: the grammar refuses numbers over 32 characters anyway, and a
+# bounded run cannot backtrack over a 10^5-digit number.
+_NUM = r"(?:\d{1,3}(?:,\d{3}){1,12}|\d{1,40})(?:\.\d{1,40})?"
+_FIRST_DIGIT = r"\d(?<![\w.,]\d)"
+_NUM_FROM_DIGIT = r"(?:\d{0,2}(?:,\d{3}){1,12}|\d{0,39})(?:\.\d{1,40})?"
+_SIZE = r"(?P<size>\d{1,40}(?:\.\d{1,40})?[KMG])\b"
+# "6x faster at sequence length 16K": at most two words of at most 40 letters before "at"
+_AT_TAIL = rf"(?:(?: [A-Za-z-]{{1,40}}){{0,2}}? at (?:sequence length )?{_SIZE})?"
+# The units of flopkb.units (tests/unit/test_extract.py checks the two agree), written as one
+# prefix tree rather than 90 alternatives that each number would try in turn; a bare "B" is left
+# out: in prose "7B" and "52 B" are parameter counts far more often than bytes.
+_UNITS = (
+    r"[kKMGTPE]?(?:FLOPs?/s|FLOPS|OPs?/s|OPS|B/s)|[kKMGTPE]B|[KMGT]iB(?:/s)?"
+    r"|[m\u00b5\u03bcun]?s|tokens?/s|tok/s"
 )
-_PERCENT = re.compile(rf"{_QUAL}(?<![\w.])(?P<lo>{_NUM})(?:-(?P<hi>{_NUM}))?%")
-_CROSS = re.compile(rf"\bcross\w*\b[^;]*?\bat\s+(?:sequence length\s+)?(?P<size>{_NUM}[KMG])\b")
-_BEYOND = re.compile(rf"\b(?:beyond|starting at)\s+(?:sequence length\s+)?(?P<size>{_NUM}[KMG])\b")
-_PROPORTION = re.compile(rf"(?<![\w.:])(?P<a>{_NUM}):(?P<b>{_NUM})(?![\w:])")
-_VALUE = re.compile(rf"\b(?P<name>[A-Za-z][A-Za-z_0-9]*)\s*=\s*(?P<val>{_NUM})(?![\w]|\.\d)")
+# One pass for every figure that starts with a number (a pattern per form made extract four
+# times slower: each tries every position of the prose). The figure is:
+# - a ratio that touches its `x` ("2-8x", "6x"; "M x K" or "2 x 3" are shapes, not ratios),
+# - a ratio in words ("5 times faster", "3-4 times slower"),
+# - a percent ("20%"),
+# - an absolute figure in the units of flopkb.units ("740 TFLOP/s", "1,979 TOPS", "80 GB").
+# Its qualifier ("up to", "at least", "about", "~") is read from the characters before it.
+_FIGURE = re.compile(
+    rf"(?P<lo>{_FIRST_DIGIT}{_NUM_FROM_DIGIT})(?:-(?P<hi>{_NUM}))?"
+    rf"(?:(?P<x>[x\u00d7])(?![\w])| (?P<times>times) (?:faster|slower|higher|lower|more|less|"
+    rf"smaller|larger|fewer|greater|better|cheaper)\b|(?P<pct>%)| ?(?P<unit>{_UNITS})(?![\w/]))"
+    rf"{_AT_TAIL}"
+)
+_QUALIFIERS = {"~": "~", "about ": "~", "up to ": "up to ", "at least ": "at least "}
+# "crosses FlashAttention-2 at sequence length 2K": the first "at <size>" within 160 characters
+# after a "cross..." word, with no ";" between (matched by position, `_crossovers`)
+_CROSS_WORD = re.compile(r"[Cc](?<![\w][Cc])ross\w{0,12}")
+_AT_SIZE = re.compile(rf"\bat (?:sequence length )?{_SIZE}")
+_CROSS_WINDOW = 160
+_BEYOND = re.compile(rf"\b(?:[Bb]eyond|[Ss]tarting at) (?:sequence length )?{_SIZE}")
+_PROPORTION = re.compile(
+    r"(?<![\w.:])(?P<a>\d{1,40}(?:\.\d{1,40})?):(?P<b>\d{1,40}(?:\.\d{1,40})?)(?![\w:])"
+)
+_VALUE = re.compile(
+    r"\b(?P<name>[A-Za-z][A-Za-z_0-9]{0,40}) ?= ?(?P<val>\d{1,40}(?:\.\d{1,40})?)(?![\w]|\.\d)"
+)
+_FROM_TO = re.compile(
+    rf"\b[Ff]rom (?P<a>{_NUM}) ?(?P<ua>{_UNITS})? to (?P<b>{_NUM}) ?(?P<ub>{_UNITS})(?![\w/])"
+)
+_DIGIT = re.compile(r"\d")
 # Sentence ends: ., ! or ? then space then a capital or an opening bracket ("Sec. 9.3" survives).
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(])")
 
 # Wording that makes a figure-less sentence a hardware-cost claim worth proposing.
+# Keyword patterns are matched against the lowercased sentence, in lowercase: IGNORECASE makes
+# each alternative five times slower on a long sentence.
 _CLAIM_WORDS = re.compile(
     r"faster|slower|beat|cannot|overhead|efficien|bound\b|cost|pressure|insufficient|"
     r"does not guarantee|friendly|predicts|dominat|not applicable|trade|speedup|rugged|misses|"
-    r"worst|price|choice|limit",
-    re.IGNORECASE,
+    r"worst|price|choice|limit"
 )
 _HARDWARE_WORDS = re.compile(
-    r"tensor[- ]core|matmul|matrix product|GEMM|SIMT|CUDA cores|bandwidth|memory|KV cache|VRAM|"
-    r"\bSMs?\b|scan|kernel|throughput|INT8|INT4|atomic|reproducib|determinis|FLOP|chunk|hardware|"
-    r"run_to_run|gpu_to_gpu",
-    re.IGNORECASE,
+    r"tensor[- ]core|matmul|matrix product|gemm|simt|cuda cores|bandwidth|memory|kv cache|vram|"
+    r"\bsms?\b|scan|kernel|throughput|int8|int4|atomic|reproducib|determinis|flop|chunk|hardware|"
+    r"run_to_run|gpu_to_gpu"
 )
 # Quantity guesses, first match wins; the curator checks them.
 _QUANTITY_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(p, re.IGNORECASE), q)
+    (re.compile(p.lower()), q)
     for p, q in (
         (r"\bINT4\b", "int4_tensor_ops"),
         (r"\bINT8\b", "int8_tensor_ops"),
@@ -94,47 +133,108 @@ def sentences(prose: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(normalise(prose)) if s.strip()]
 
 
-def _qual(match: re.Match[str]) -> str:
-    qual = (match["qual"] or "").strip().lower()
-    return {"up to": "up to ", "about": "~", "~": "~"}.get(qual, "")
+def _qualifier(sentence: str, start: int) -> str:
+    """The qualifier written just before the figure at `start`, in the grammar's spelling."""
+    before = sentence[max(0, start - 9) : start].lower()
+    for written, spelled in _QUALIFIERS.items():
+        if not before.endswith(written):
+            continue
+        begin = start - len(written)
+        # "setup to 3x" is not "up to": a worded qualifier starts a word
+        if written == "~" or begin == 0 or not sentence[begin - 1].isalnum():
+            return spelled
+    return ""
+
+
+def _figures(sentence: str, match: re.Match[str]) -> str:
+    hi = f"-{match['hi']}" if match["hi"] else ""
+    return f"{_qualifier(sentence, match.start('lo'))}{match['lo']}{hi}"
+
+
+def _crossovers(sentence: str) -> list[tuple[int, str]]:
+    """`crossover at <size>` for each "cross..." word followed, within the window and before any
+    ";", by "at <size>": one pass over each list, so linear in the sentence."""
+    ats = list(_AT_SIZE.finditer(sentence))
+    if not ats:
+        return []
+    starts = [m.start() for m in ats]
+    semis = [i for i, c in enumerate(sentence) if c == ";"]
+    out: list[tuple[int, str]] = []
+    for word in _CROSS_WORD.finditer(sentence):
+        i = bisect.bisect_left(starts, word.end())
+        if i == len(ats) or starts[i] - word.end() > _CROSS_WINDOW:
+            continue
+        j = bisect.bisect_left(semis, word.end())
+        if j < len(semis) and semis[j] < starts[i]:
+            continue
+        out.append((ats[i].start("size"), f"crossover at {ats[i]['size']}"))
+    return out
 
 
 def lift_magnitudes(sentence: str) -> list[str]:
     """Every figure of `sentence` written in the magnitude grammar, in order, without duplicates."""
+    if not _DIGIT.search(sentence):
+        return []  # every form carries a number
     found: list[tuple[int, str]] = []
-    for m in _RATIO.finditer(sentence):
-        text = f"{_qual(m)}{m['lo']}{'-' + m['hi'] if m['hi'] else ''}x"
-        found.append((m.start("lo"), f"{text} at {m['size']}" if m["size"] else text))
-    for m in _PERCENT.finditer(sentence):
-        found.append((m.start("lo"), f"{_qual(m)}{m['lo']}{'-' + m['hi'] if m['hi'] else ''}%"))
-    for pattern in (_CROSS, _BEYOND):
-        for m in pattern.finditer(sentence):
-            found.append((m.start("size"), f"crossover at {m['size']}"))
+    absolute: list[re.Match[str]] = []
+    for m in _FIGURE.finditer(sentence):
+        if m["pct"]:
+            found.append((m.start("lo"), f"{_figures(sentence, m)}%"))
+        elif m["unit"]:
+            absolute.append(m)
+        else:
+            text = f"{_figures(sentence, m)}x"
+            found.append((m.start("lo"), f"{text} at {m['size']}" if m["size"] else text))
+    found.extend(_crossovers(sentence))
+    for m in _BEYOND.finditer(sentence):
+        found.append((m.start("size"), f"crossover at {m['size']}"))
     for m in _PROPORTION.finditer(sentence):
         found.append((m.start(), f"{m['a']}:{m['b']}"))
     for m in _VALUE.finditer(sentence):
         found.append((m.start(), f"{m['name']}={m['val']}"))
+    # "from 12 ms to 4 ms" is one figure: its two ends are not lifted again on their own
+    inside: set[int] = set()
+    for m in _FROM_TO.finditer(sentence):
+        start = f"{m['a']} {m['ua']}" if m["ua"] else m["a"]
+        found.append((m.start("a"), f"from {start} to {m['b']} {m['ub']}"))
+        inside.update((m.start("a"), m.start("b")))
+    for m in absolute:
+        if m.start("lo") not in inside:
+            found.append((m.start("lo"), f"{_figures(sentence, m)} {m['unit']}"))
     result: list[str] = []
+    seen: set[str] = set()
     for _, text in sorted(found):
+        if text in seen:
+            continue
+        seen.add(text)
         try:
             parse_magnitude(text)
         except MagnitudeError:
             continue
-        if text not in result:
-            result.append(text)
+        result.append(text)
     return result
 
 
 def guess_quantity(sentence: str) -> str:
+    lowered = sentence.lower()
     for pattern, quantity in _QUANTITY_RULES:
-        if pattern.search(sentence):
+        if pattern.search(lowered):
             return quantity
     return _DEFAULT_QUANTITY
 
 
-def _slug(sentence: str, magnitude: str) -> str:
-    words = [w for w in re.findall(r"[a-z0-9]+", sentence.lower()) if w not in _STOP]
-    base = "-".join(words[:4]) or "claim"
+def _slug_base(sentence: str) -> str:
+    """The first four content words of `sentence`, kebab-cased (read once per sentence)."""
+    words: list[str] = []
+    for match in re.finditer(r"[a-z0-9]+", sentence.lower()):
+        if match.group() not in _STOP:
+            words.append(match.group())
+            if len(words) == 4:
+                break
+    return "-".join(words) or "claim"
+
+
+def _slug(base: str, magnitude: str) -> str:
     if magnitude != "qualitative":
         base += "-" + re.sub(r"[^a-z0-9]+", "-", magnitude.lower()).strip("-")
     return base[:70].strip("-")
@@ -164,23 +264,39 @@ def propose(record: ClassRecord) -> list[Candidate]:
     return propose_from_prose(record.prose)
 
 
+def _read_sentence(sentence: str) -> tuple[list[str], str, str]:
+    """(magnitudes, slug base, quantity guess) of one sentence; no magnitudes when it is not a
+    claim: no figure, and not both cost wording and a hardware word."""
+    magnitudes = lift_magnitudes(sentence)
+    if not magnitudes:
+        lowered = sentence.lower()
+        if not (_CLAIM_WORDS.search(lowered) and _HARDWARE_WORDS.search(lowered)):
+            return [], "", ""
+        magnitudes = ["qualitative"]
+    return magnitudes, _slug_base(sentence), guess_quantity(sentence)
+
+
 def propose_from_prose(prose: str) -> list[Candidate]:
     """Candidate rows for a prose text, in prose order; every effect is a sentence of it."""
     out: list[Candidate] = []
     ids: set[str] = set()
+    # the next free suffix per slug: a prose repeating one sentence 10^4 times must not search
+    # 2, 3, ... n for the n-th copy
+    next_suffix: dict[str, int] = {}
+    # a sentence that repeats is read once
+    read: dict[str, tuple[list[str], str, str]] = {}
     for sentence in sentences(prose):
-        magnitudes = lift_magnitudes(sentence)
-        if not magnitudes:
-            if not (_CLAIM_WORDS.search(sentence) and _HARDWARE_WORDS.search(sentence)):
-                continue
-            magnitudes = ["qualitative"]
+        if sentence not in read:
+            read[sentence] = _read_sentence(sentence)
+        magnitudes, words, quantity = read[sentence]
         for magnitude in magnitudes:
-            row_id = base = _slug(sentence, magnitude)
-            n = 2
+            row_id = base = _slug(words, magnitude)
+            n = next_suffix.get(base, 2)
             while row_id in ids:
                 row_id, n = f"{base}-{n}", n + 1
+            next_suffix[base] = n
             ids.add(row_id)
-            out.append(Candidate(row_id, guess_quantity(sentence), sentence, magnitude))
+            out.append(Candidate(row_id, quantity, sentence, magnitude))
     return out
 
 

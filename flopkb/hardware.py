@@ -200,7 +200,9 @@ def hw_show(kb: KnowledgeBase, acc_id: str, model: HardwareModel | None = None) 
 
     Shape (DESIGN): `{"id", "specs": {qid: {"value","unit","source"}}, "computed": {qid: {"value",
     "unit","formula"}}}`, plus `title`, per-entry `note` where the record or evaluation has one, and
-    `measured` (calibration evidence: experiment -> value, unit, evidence id).
+    `measured` (calibration evidence: experiment -> value, unit, evidence id), and `derived`:
+    every `basis: derived` claim row of a class affected by this part, with its formula computed
+    here (`value`, `unit` of the row's quantity, `agrees` with the magnitude: flopkb.derived).
     """
     model = model or HardwareModel(kb)
     acc = model.accelerator(acc_id)
@@ -230,7 +232,26 @@ def hw_show(kb: KnowledgeBase, acc_id: str, model: HardwareModel | None = None) 
         "specs": specs,
         "computed": computed,
         "measured": _measured(kb, acc.id),
+        "derived": _derived_rows(kb, model, acc.id),
     }
+
+
+def _derived_rows(kb: KnowledgeBase, model: HardwareModel, acc_id: str) -> list[dict[str, Any]]:
+    """The derived claim rows that apply to `acc_id`, computed on it."""
+    from flopkb.derived import compute_row, quantity_unit
+
+    out: list[dict[str, Any]] = []
+    for claim_id, record, row in kb.claims():
+        if row.basis.value != "derived" or not row.formula:
+            continue
+        if acc_id not in record.affected_by_hardware:
+            continue
+        computed = compute_row(model, record, row, acc_id)
+        out.append({
+            "claim": claim_id, "formula": row.formula, "magnitude": row.magnitude,
+            "unit": quantity_unit(model, row), **computed.as_dict(),
+        })  # fmt: skip
+    return out
 
 
 def _differs(a: float | None, b: float | None) -> bool:

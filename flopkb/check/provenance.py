@@ -24,6 +24,7 @@ from flopkb.check.formulas import (
     parsed,
     values_of,
 )
+from flopkb.derived import judge, quantity_unit
 from flopkb.findings import Finding, Severity
 from flopkb.formula import FormulaError
 from flopkb.kb import KnowledgeBase
@@ -60,6 +61,11 @@ UNDERSTATED = rule(
     Severity.warning,
     "an `unverified` row has confirmed evidence: its basis could be `measured`",
 )
+DERIVED_DISAGREES = rule(
+    "FKB213",
+    Severity.error,
+    "a `derived` row's formula evaluates to a value its magnitude does not cover (with rounding)",
+)
 NOTHING_TO_EVALUATE = rule(
     "FKB212",
     Severity.warning,
@@ -67,6 +73,8 @@ NOTHING_TO_EVALUATE = rule(
 )
 
 _NUMBER = re.compile(r"(?<![\d.])\d+(?:\.\d+)?(?![\d])")
+# a figure with thousands separators ("1,979 TOPS") is also a token, as written
+_GROUPED = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])")
 
 
 def _cut(text: str, limit: int = 200) -> str:
@@ -76,8 +84,9 @@ def _cut(text: str, limit: int = 200) -> str:
 
 
 def number_tokens(text: str) -> set[str]:
-    """Standalone numbers of `text`: "128" gives {"128"}, never "8"; "2-8x" gives {"2", "8"}."""
-    return set(_NUMBER.findall(text))
+    """Standalone numbers of `text`: "128" gives {"128"}, never "8"; "2-8x" gives {"2", "8"};
+    "1,979" gives {"1,979", "1", "979"} (the grouped figure as written, and its parts as before)."""
+    return set(_NUMBER.findall(text)) | set(_GROUPED.findall(text))
 
 
 def has_size(text: str, size: str) -> bool:
@@ -189,6 +198,13 @@ def _magnitude(
             )  # fmt: skip
 
 
+def _is_absolute(text: str) -> bool:
+    try:
+        return parse_magnitude(text).kind in {"absolute", "change"}
+    except MagnitudeError:
+        return False
+
+
 def _basis(
     ctx: CheckContext, rid: str, record: ClassRecord, i: int, confirmed_on: set[str]
 ) -> Iterator[Finding]:
@@ -265,8 +281,12 @@ def _derived(ctx: CheckContext, rid: str, record: ClassRecord, i: int) -> Iterat
         return
     values = values_of(ctx)
     accelerators = ctx.kb.accelerators
-    # (formula, accelerator) -> the error evaluating it there, or None: evaluated once per run
-    outcomes: dict[tuple[str, str], Exception | None] = ctx.shared.setdefault("row_values", {})
+    # (formula, accelerator) -> its value there, or the error evaluating it: once per run
+    outcomes: dict[tuple[str, str], float | Exception] = ctx.shared.setdefault("row_values", {})
+    # value -> accelerators where the formula gives it but the magnitude does not cover it
+    disagreeing: dict[float, list[str]] = {}
+    cover_text = ""
+    unit = quantity_unit(values, row)
     for acc_id in record.affected_by_hardware:
         acc = accelerators.get(acc_id)
         if acc is None:
@@ -274,15 +294,18 @@ def _derived(ctx: CheckContext, rid: str, record: ClassRecord, i: int) -> Iterat
         key = (formula.text, acc_id)
         if key not in outcomes:
             try:
-                values.evaluate(formula, acc)
-                outcomes[key] = None
+                outcomes[key] = values.evaluate(formula, acc)
             except FormulaError as exc:
                 outcomes[key] = exc
         outcome = outcomes[key]
-        if outcome is None or isinstance(outcome, NotApplicable):
+        if isinstance(outcome, float):
+            agrees, cover_text = judge(outcome, row.magnitude, unit)
+            if agrees is False:
+                disagreeing.setdefault(outcome, []).append(acc_id)
+        elif isinstance(outcome, NotApplicable):
             # an explicit null: the claim is not applicable there (DESIGN), not a broken formula
             continue
-        if isinstance(outcome, MissingInput):
+        elif isinstance(outcome, MissingInput):
             yield ctx.finding(
                 DERIVED_FAILS, rid, (*at, "formula"), f"does not evaluate on {acc_id}: {outcome}"
             )
@@ -290,3 +313,20 @@ def _derived(ctx: CheckContext, rid: str, record: ClassRecord, i: int) -> Iterat
             yield ctx.finding(
                 DERIVED_FAILS, rid, (*at, "formula"), f"fails on {acc_id}: {outcome}"
             )
+    if disagreeing:
+        # one finding per row, naming each computed value and where: a constant formula gives
+        # one value everywhere, a formula over specs one per part
+        # an absolute magnitude is compared in the row quantity's unit: say which
+        shown_unit = f" {unit}" if unit and _is_absolute(row.magnitude) else ""
+        groups = [
+            f"{value:.6g}{shown_unit} on {', '.join(accs)}" for value, accs in disagreeing.items()
+        ]
+        shown = "; ".join(groups[:4]) + (f"; and {len(groups) - 4} more" if len(groups) > 4 else "")
+        covered = cover_text if cover_text.startswith(("[", "(")) else None
+        yield ctx.finding(
+            DERIVED_DISAGREES, rid, (*at, "magnitude"),
+            f"formula {_cut(formula.text, 80)} computes {shown}; magnitude "
+            f"{_cut(row.magnitude, 60)} "
+            + (f"covers {covered}{shown_unit}" if covered else f"cannot be compared: {cover_text}"),
+            "fix the formula or the magnitude, or set the basis the row earns (cited)",
+        )  # fmt: skip

@@ -5,9 +5,8 @@ gives the converted value to store; a unit of another dimension is an error with
 A null value (an absent hardware path) needs a note saying why. Every accelerator specifies the
 required datasheet quantities of DESIGN that the KB defines (a value, or null with a note).
 
-Conversion is a prefix table, not a units library: the canonical units are vendor units (TOPS,
-TFLOP/s, GB, KiB) that a general library does not model as such, and six prefixes do not earn a
-dependency (docs/kb.md says more).
+Conversion uses the one unit table of `flopkb.units` (a table, not a units library: the canonical
+units are vendor units such as TOPS, TFLOP/s, GB, KiB; that module says why).
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from collections.abc import Iterator
 from flopkb.check.base import CheckContext, check, rule
 from flopkb.findings import Finding, Severity
 from flopkb.model import AcceleratorRecord
+from flopkb.units import UNITS
 
 UNIT_CONVERTIBLE = rule(
     "FKB410",
@@ -40,24 +40,16 @@ REQUIRED_SPECS = (
     "smem_per_sm", "sm_count",
 )  # fmt: skip
 
-# unit -> (dimension, factor to the dimension's base unit). Decimal prefixes for rates and
-# capacities as vendors print them; KiB/MiB binary; "KB" is read as 1000 bytes.
-_UNITS: dict[str, tuple[str, float]] = {
-    **{f"{p}FLOP/s": ("flop_rate", f) for p, f in (("G", 1e9), ("T", 1e12), ("P", 1e15))},
-    **{f"{p}FLOPS": ("flop_rate", f) for p, f in (("G", 1e9), ("T", 1e12), ("P", 1e15))},
-    **{f"{p}OPS": ("op_rate", f) for p, f in (("G", 1e9), ("T", 1e12), ("P", 1e15))},
-    **{f"{p}B/s": ("byte_rate", f) for p, f in (("M", 1e6), ("G", 1e9), ("T", 1e12))},
-    **{f"{p}B": ("bytes", f) for p, f in (("K", 1e3), ("M", 1e6), ("G", 1e9), ("T", 1e12))},
-    **{f"{p}iB": ("bytes", f) for p, f in (("K", 2.0**10), ("M", 2.0**20), ("G", 2.0**30))},
-}
-
-
 def convert(value: float, unit: str, target: str) -> float | None:
-    """`value` in `unit` expressed in `target`, or None when the two are not of one dimension."""
-    a, b = _UNITS.get(unit), _UNITS.get(target)
-    if a is None or b is None or a[0] != b[0]:
+    """`value` in `unit` expressed in `target`, or None when the two are not of one dimension.
+
+    Stricter than `flopkb.units.convert`: a spec counts FLOPs or integer OPs, and an INT8 peak
+    typed in TFLOP/s is a wrong-quantity mistake, not a unit to convert.
+    """
+    a, b = UNITS.get(unit), UNITS.get(target)
+    if a is None or b is None or (a.dimension, a.counts) != (b.dimension, b.counts):
         return None
-    return value * a[1] / b[1]
+    return b.from_base(a.to_base(value))
 
 
 @check

@@ -18,6 +18,7 @@ from flopkb.cli.common import (
     print_kb,
 )
 from flopkb.cli.tables import IdTable
+from flopkb.derived import summary
 from flopkb.hardware import UnknownRecord
 from flopkb.kb import load_kb
 from flopkb.model import Basis
@@ -63,11 +64,13 @@ def claims(
             f"{acc}: {v}" + (" (implementation-sensitive)" if acc in touchy else "")
             for acc, v in r["verdicts"].items()) or "-"
         magnitude = r["magnitude"]
-        if r["computed"]:
+        if r.get("computed_from_architectures"):
             # the figure beside what the architecture records give for it
             got = "; ".join("n/a" if c["value"] is None else shown(c["value"], c["unit"], 3)
-                            for c in r["computed"])  # fmt: skip
+                            for c in r["computed_from_architectures"])  # fmt: skip
             magnitude = f"{magnitude} (computed {got})"
-        table.add_row(r["claim"], r["quantity"], magnitude, r["basis"], verdicts)
+        # a derived row shows what its formula computes, beside the basis that claims it
+        basis = r["basis"] + (f" ({summary(r['computed'])})" if r.get("computed") else "")
+        table.add_row(r["claim"], r["quantity"], magnitude, basis, verdicts)
     console.print(table)
     print_kb(ctx)

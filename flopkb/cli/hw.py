@@ -63,6 +63,16 @@ def show(
         for exp, m in data["measured"].items():
             measured.add_row(exp, _num(m["value"]), m["unit"] or "", m["evidence"])
         console.print(measured)
+    if data.get("derived"):
+        derived = IdTable(title=f"{data['id']}: derived claims computed on this part")
+        for column in ("claim", "formula", "computed", "magnitude", "agrees"):
+            derived.add_column(column, overflow="fold")
+        for d in data["derived"]:
+            agrees = {True: "yes", False: "NO", None: "-"}[d["agrees"]]
+            if d.get("note"):
+                agrees += f" ({d['note']})"
+            derived.add_row(d["claim"], d["formula"], _num(d["value"]), d["magnitude"], agrees)
+        console.print(derived)
 
 
 @app.command("compare", epilog=example("flopkb hw compare h100-sxm h200-sxm"))

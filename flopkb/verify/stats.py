@@ -10,6 +10,10 @@ and the tolerances in prose; change both together.
 - `decide`: confirmed when the measured interval lies inside the widened claimed interval;
   refuted when the two are disjoint; inconclusive when they overlap only in part (the noise, or the
   claim's edge, leaves it open).
+- Absolute claims (`740 TFLOP/s`, `1.7 ms`, `from 12 ms to 4 ms`) are judged by
+  `judge_absolute`: the measured interval, in a unit of the claim's dimension, is converted to
+  base units and decided against the claimed interval with the same tolerances (the half unit of
+  the last quoted digit scaled by the written unit; `from A to B` is judged at B, exactly).
 - Qualitative claims are read through a threshold (`decide_above`): "faster" means a time ratio
   above 1. Confirmed when the whole interval lies above threshold * (1 + QUALITATIVE_MARGIN);
   refuted when it lies wholly below the threshold; inconclusive in between.
@@ -20,7 +24,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from flopkb import units
+
+if TYPE_CHECKING:
+    from flopkb.magnitude import Magnitude
 
 # Relative widening of a claimed interval, by how the figure was stated. Papers round their
 # figures and read them off plots on other hardware generations; 10% is the measurement
@@ -85,17 +94,23 @@ def _half_unit(figure: str) -> float:
 
 
 def claimed_interval(
-    low: float | None, high: float | None, bound: str, figures: Sequence[str] = ()
+    low: float | None,
+    high: float | None,
+    bound: str,
+    figures: Sequence[str] = (),
+    scale: float = 1.0,
 ) -> tuple[float | None, float | None]:
     """The claimed interval widened by the documented tolerance.
 
     exact/approx: the figure +- half a unit of its last digit, then x/÷ (1 + tol);
     range: low / (1 + tol) .. high * (1 + tol); upper: .. high * (1 + tol);
     lower: low / (1 + tol) ..
+    `scale` turns the half unit, counted in the unit the figure was written in, into the unit
+    of `low` / `high` (an absolute magnitude's base unit: 1e12 for a figure in TFLOP/s).
     """
     tol = TOLERANCE.get(bound, TOLERANCE["exact"])
     if bound in {"exact", "approx"} and low is not None and high is not None:
-        half = _half_unit(figures[0]) if figures else 0.0
+        half = _half_unit(figures[0]) * scale if figures else 0.0
         return (low - half) / (1 + tol), (high + half) * (1 + tol)
     lo = None if low is None else low / (1 + tol)
     hi = None if high is None else high * (1 + tol)
@@ -113,6 +128,34 @@ def decide(measured: Interval, lo: float | None, hi: float | None) -> str:
     if m_lo > c_hi or m_hi < c_lo:
         return REFUTED
     return INCONCLUSIVE
+
+
+def judge_absolute(measured: Interval, measured_unit: str, magnitude: Magnitude) -> str:
+    """An absolute claim (kind "absolute" or "change") against a measured interval in
+    `measured_unit`: both in base units, then `decide` on the widened claimed interval.
+
+    Raises `flopkb.units.UnitError` when the measured unit is unknown or of another dimension
+    than the claim (a throughput in TB/s cannot judge "740 TFLOP/s"), and ValueError for a
+    magnitude that is not absolute: a wrong link, never a verdict.
+    """
+    if magnitude.kind not in {"absolute", "change"} or magnitude.unit is None:
+        raise ValueError(f"expected an absolute magnitude, got kind {magnitude.kind!r}")
+    unit = units.unit(measured_unit)
+    if not units.compatible(unit.dimension, magnitude.dimension):
+        raise units.UnitError(
+            f"a measurement in {measured_unit!r} ({unit.dimension}) cannot judge "
+            f"{magnitude.text!r} ({magnitude.dimension})"
+        )
+
+    def base(x: float | None) -> float | None:
+        return None if x is None else unit.to_base(x)
+
+    in_base = Interval(base(measured.value), base(measured.low), base(measured.high))
+    # `from 12 ms to 4 ms` claims the figure it ends at; its rounding is that of the last figure
+    figures = magnitude.figures[-1:] if magnitude.kind == "change" else magnitude.figures
+    scale = units.unit(magnitude.unit).to_base(1.0)
+    lo, hi = claimed_interval(magnitude.low, magnitude.high, magnitude.bound, figures, scale)
+    return decide(in_base, lo, hi)
 
 
 def decide_above(measured: Interval, threshold: float, margin: float = QUALITATIVE_MARGIN) -> str:

@@ -41,3 +41,13 @@ def test_unknown_quantity_exits_2() -> None:
     result = runner.invoke(app, [*KB, "claims", "--quantity", "hbm_bandwith"])
     assert result.exit_code == 2
     assert "hbm_bandwidth" in result.stderr
+
+
+def test_text_shows_what_a_derived_row_computes() -> None:
+    result = runner.invoke(
+        app, [*KB, "claims", "--basis", "derived"], env={"COLUMNS": "200"}
+    )
+    assert result.exit_code == 0, result.output
+    # jamba's (1 + 7) / 1 and nemotron-h's 100 * (52 - 4) / 52, beside their basis
+    assert "derived (8)" in result.stdout
+    assert "derived (92.31)" in result.stdout

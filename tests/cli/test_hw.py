@@ -50,3 +50,15 @@ def test_unknown_accelerator_exits_2_with_one_line() -> None:
     result = runner.invoke(app, [*_kb_args(), "hw", "show", "h300"])
     assert result.exit_code == 2
     assert "no accelerator record 'h300'" in result.stderr
+
+
+def test_show_computes_the_derived_rows_of_the_part() -> None:
+    result = runner.invoke(
+        app, [*_kb_args(), "hw", "show", "h200-sxm", "--format", "json"], env={"COLUMNS": "200"}
+    )
+    rows = {d["claim"]: d for d in json.loads(result.stdout)["derived"]}
+    replaced = rows["nemotron-h/attention-layers-replaced"]
+    assert (replaced["value"], replaced["agrees"]) == (92.3077, True)
+    text = runner.invoke(app, [*_kb_args(), "hw", "show", "h200-sxm"], env={"COLUMNS": "200"})
+    assert "derived claims computed on this part" in text.stdout
+    assert "92.3077" in text.stdout

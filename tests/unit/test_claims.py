@@ -43,10 +43,30 @@ def _evidence(eid: str, claim: str, acc: str | None, verdict: str, hour: int) ->
 def test_rows_have_the_design_keys(kb: KnowledgeBase) -> None:
     rows = list_claims(kb)
     assert len(rows) == sum(1 for _ in kb.claims())
+    by_id = {f"{rec.id}/{row.id}": row for _, rec, row in kb.claims()}
     for row in rows:
         assert set(row) == {"claim", "record", "quantity", "magnitude", "basis", "verdicts",
-                            "implementation_sensitive", "computed"}
+                            "implementation_sensitive", "computed",
+                            "computed_from_architectures"}
         assert row["claim"].startswith(row["record"] + "/")
+        source = by_id[row["claim"]]
+        assert (row["computed"] is not None) == (source.formula is not None
+                                                 and row["basis"] == "derived")
+        assert (row["computed_from_architectures"] is not None) == (
+            source.derived_from is not None)
+
+
+def test_derived_rows_carry_their_computed_values(kb: KnowledgeBase) -> None:
+    rows = {r["claim"]: r for r in list_claims(kb, basis="derived")}
+    # int8_to_bf16_ratio on every part the class lists; a qualitative magnitude is not compared
+    int8 = rows["int8-gemm/int8-native-beats-emulated"]["computed"]
+    assert int8 and all(c["agrees"] is None for c in int8.values())
+    assert {round(c["value"], 3) for acc, c in int8.items() if acc in {"h100-sxm", "h200-sxm"}} == {2.0}
+    replaced = rows["nemotron-h/attention-layers-replaced"]["computed_from_architectures"]
+    # 48 of 52 layers (8B) and 108 of 118 (56B) are not attention
+    assert [round(c["value"], 1) for c in replaced] == [92.3, 91.5]
+    narrowed = list_claims(kb, basis="derived", accelerator="h200-sxm")
+    assert all(set(r["computed"]) == {"h200-sxm"} for r in narrowed if r["computed"])
 
 
 def test_filters(kb: KnowledgeBase) -> None:

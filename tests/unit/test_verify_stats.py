@@ -7,8 +7,9 @@ import math
 import pytest
 
 from flopkb.magnitude import parse_magnitude
+from flopkb.units import UnitError
 from flopkb.verify import stats
-from flopkb.verify.stats import Interval
+from flopkb.verify.stats import Interval, claimed_interval, judge_absolute
 from flopkb.verify.timing import summarize
 
 
@@ -146,3 +147,56 @@ def test_summarize_order_statistics():
     assert t.p10_ms == pytest.approx(1.4) and t.p90_ms == pytest.approx(4.6)
     with pytest.raises(ValueError):
         summarize([])
+
+
+# --- absolute claims: measured intervals in a compatible unit, judged in base units ---
+
+
+def test_absolute_claim_confirmed_in_another_unit_of_its_dimension() -> None:
+    mag = parse_magnitude("740 TFLOP/s")
+    # 0.74 PFLOP/s measured as 0.72-0.76: inside [739.5/1.1, 740.5*1.1] TFLOP/s
+    assert judge_absolute(Interval(0.74, 0.72, 0.76), "PFLOP/s", mag) == "confirmed"
+    assert judge_absolute(Interval(740e3, 730e3, 750e3), "GFLOP/s", mag) == "confirmed"
+
+
+def test_absolute_claim_refuted_and_inconclusive() -> None:
+    mag = parse_magnitude("3.35 TB/s")
+    # 2.0-2.4 TB/s lies wholly below 3.345 / 1.1 = 3.04 TB/s
+    assert judge_absolute(Interval(2200, 2000, 2400), "GB/s", mag) == "refuted"
+    # 2.9-3.2 TB/s straddles the lower edge 3.04
+    assert judge_absolute(Interval(3.05, 2.9, 3.2), "TB/s", mag) == "inconclusive"
+
+
+def test_absolute_tolerance_edges() -> None:
+    mag = parse_magnitude("1.7 ms")
+    lo, hi = 1.65e-3 / 1.1, 1.75e-3 * 1.1
+    assert judge_absolute(Interval(None, lo * 1.001, hi * 0.999), "s", mag) == "confirmed"
+    assert judge_absolute(Interval(None, hi * 1.001, hi * 1.1), "s", mag) == "refuted"
+    assert judge_absolute(Interval(None, 1800, 1900), "us", mag) == "confirmed"
+
+
+def test_absolute_bounds_and_change() -> None:
+    assert judge_absolute(Interval(70, 60, 79), "GB", parse_magnitude("up to 80 GB")) == (
+        "confirmed"
+    )
+    assert judge_absolute(Interval(95, 90, 99), "GB", parse_magnitude("up to 80 GB")) == "refuted"
+    # "from 12 ms to 4 ms" is judged at 4 ms
+    change = parse_magnitude("from 12 ms to 4 ms")
+    assert judge_absolute(Interval(4.1, 4.0, 4.2), "ms", change) == "confirmed"
+    assert judge_absolute(Interval(11.9, 11.5, 12.5), "ms", change) == "refuted"
+
+
+def test_absolute_claim_needs_a_compatible_unit() -> None:
+    with pytest.raises(UnitError, match="cannot judge"):
+        judge_absolute(Interval(1, 1, 1), "TB/s", parse_magnitude("740 TFLOP/s"))
+    with pytest.raises(UnitError, match="unknown unit"):
+        judge_absolute(Interval(1, 1, 1), "parsecs", parse_magnitude("740 TFLOP/s"))
+    with pytest.raises(ValueError, match="absolute"):
+        judge_absolute(Interval(3, 3, 3), "s", parse_magnitude("3x"))
+
+
+def test_claimed_interval_scales_the_half_unit() -> None:
+    mag = parse_magnitude("1,979 TOPS")
+    lo, hi = claimed_interval(mag.low, mag.high, mag.bound, mag.figures, scale=1e12)
+    assert lo == pytest.approx(1978.5e12 / 1.1)
+    assert hi == pytest.approx(1979.5e12 * 1.1)
