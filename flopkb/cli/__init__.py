@@ -15,6 +15,7 @@ from typer.core import TyperGroup
 
 from flopkb import __version__
 from flopkb.cli import claims, extract, graph, hw, interrupts, schema, validate, verify
+from flopkb.cli.argv import hoist_global_options
 from flopkb.cli.common import (
     CliState,
     ColorMode,
@@ -38,7 +39,8 @@ class FlopkbGroup(TyperGroup):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
-        argv = list(sys.argv[1:] if args is None else args)
+        # `--kb`, `--color`, `--debug`, `--version` also after the command (flopkb.cli.argv)
+        argv = hoist_global_options(list(sys.argv[1:] if args is None else args))
         set_json_errors(wants_json(argv))
         try:
             code = super().main(

@@ -21,6 +21,7 @@ from flopkb.cli.tables import IdTable
 from flopkb.hardware import UnknownRecord
 from flopkb.kb import load_kb
 from flopkb.model import Basis
+from flopkb.plural import count
 
 
 def claims(
@@ -53,7 +54,7 @@ def claims(
     if fmt is OutputFormat.json:
         emit_json(rows)
         return
-    table = IdTable(title=f"{len(rows)} claims")
+    table = IdTable(title=count(len(rows), "claim"))
     for column in ("claim", "quantity", "magnitude", "basis", "verdicts"):
         table.add_column(column, overflow="fold")
     for r in rows:

@@ -7,7 +7,15 @@ from typing import Annotated
 
 import typer
 
-from flopkb.cli.common import FormatOption, OutputFormat, emit_json, err_console, fail, kb_root
+from flopkb.cli.common import (
+    FormatOption,
+    OutputFormat,
+    emit_json,
+    err_console,
+    fail,
+    kb_location,
+    kb_root,
+)
 from flopkb.extract import Extraction, NotAClassRecord, extract_record, to_yaml
 from flopkb.findings import Severity
 from flopkb.hardware import UnknownRecord
@@ -42,6 +50,8 @@ def extract(
         emit_json(result.as_dict())
     else:
         _print_text(result, show_all)
+        # a YAML comment, so that the output still pastes as it is
+        sys.stdout.write(f"# {kb_location(ctx).describe()}\n")
         _print_problems(result)
     if any(f.severity is Severity.error for f in result.problems):
         raise typer.Exit(1)

@@ -42,6 +42,7 @@ from flopkb.graph.queries import GraphQueryError, KBGraph
 from flopkb.graph.render import RenderError
 from flopkb.graph.render import render as render_graph
 from flopkb.kb import load_kb
+from flopkb.plural import count
 
 app = typer.Typer(
     help="Which claims depend on which hardware quantities: impact, diff, what-if, picture.",
@@ -129,8 +130,8 @@ def affects(
     if fmt is OutputFormat.json:
         return emit_json(result)
     tree = Tree(
-        f"[bold]{result['id']}[/] ({result['kind']}): {len(result['claims'])} claims in "
-        f"{len(result['classes'])} classes"
+        f"[bold]{result['id']}[/] ({result['kind']}): {count(len(result['claims']), 'claim')} in "
+        f"{count(len(result['classes']), 'class', 'classes')}"
     )
     if result["quantities"]:
         tree.add("through computed: " + ", ".join(result["quantities"]))
@@ -144,6 +145,7 @@ def affects(
         if cls not in by_class:
             tree.add(f"[bold]{cls}[/] (no claims)")
     console.print(tree, soft_wrap=False)
+    print_kb(ctx)
 
 
 @app.command(epilog=example("flopkb graph why mamba2-ssd --on h200-sxm"))
@@ -184,6 +186,7 @@ def why(
             ", ".join(c["not_applicable_on"]) or "-",
         )
     console.print(claims)
+    print_kb(ctx)
 
 
 @app.command(epilog=example("flopkb graph diff h100-sxm h200-sxm"))
@@ -206,8 +209,8 @@ def diff(
         if not q["differs"]:
             continue
         name = q["quantity"] + (" (computed)" if q["kind"] == "computed" else "")
-        count = str(len(q["claims"]))
-        table.add_row(name, q["unit"], _num(q["a"]), _num(q["b"]), _ratio(q["ratio"]), count)
+        n_claims = str(len(q["claims"]))
+        table.add_row(name, q["unit"], _num(q["a"]), _num(q["b"]), _ratio(q["ratio"]), n_claims)
         if q["claims"]:
             branch = tree.add(f"[bold]{q['quantity']}[/] {_ratio(q['ratio'])}")
             for claim in q["claims"]:
@@ -216,10 +219,12 @@ def diff(
     console.print(tree, soft_wrap=False)
     same = [q["quantity"] for q in result["quantities"] if not q["differs"]]
     console.print(
-        f"{len(result['claims'])} claims in {len(result['classes'])} classes depend on a quantity "
+        f"{count(len(result['claims']), 'claim')} in "
+        f"{count(len(result['classes']), 'class', 'classes')} depend on a quantity "
         f"that differs; same on both: {', '.join(same) or '-'}",
         highlight=False,
     )
+    print_kb(ctx)
 
 
 @app.command("what-if", epilog=example("flopkb graph what-if h100-sxm --set hbm_bandwidth=4.8"))
@@ -252,6 +257,7 @@ def what_if(
             c["claim"], ", ".join(c["via"]), _ratio(c["ratio"]), "yes" if c["affected"] else "no"
         )
     console.print(claims)
+    print_kb(ctx)
 
 
 @app.command(epilog=example("flopkb graph path mamba2-ssd hbm_bandwidth"))
@@ -267,9 +273,11 @@ def path(
         return emit_json(result)
     if result["edges"] is None:
         console.print(f"no path between {result['from']} and {result['to']}", highlight=False)
+        print_kb(ctx)
         return
     console.print(chain(result["from"], result["edges"]), highlight=False)
-    console.print(f"({result['length']} edges)")
+    console.print(f"({count(result['length'], 'edge')})")
+    print_kb(ctx)
 
 
 @app.command(epilog=example("flopkb graph status --format json"))
@@ -352,7 +360,8 @@ def export(
     with safe_writes(policy):
         atomic_write_text(out, text)
     err_console.print(
-        f"wrote {out} ({kg.g.number_of_nodes()} nodes, {kg.g.number_of_edges()} edges)",
+        f"wrote {out} ({count(kg.g.number_of_nodes(), 'node')}, "
+        f"{count(kg.g.number_of_edges(), 'edge')})",
         markup=False, highlight=False,
     )  # fmt: skip
 
@@ -384,7 +393,7 @@ def render(
     if fmt is OutputFormat.json:
         return emit_json(result)
     console.print(
-        f"wrote {result['out']} ({result['engine']}, {result['nodes']} nodes, "
-        f"{result['edges']} edges)",
+        f"wrote {result['out']} ({result['engine']}, {count(result['nodes'], 'node')}, "
+        f"{count(result['edges'], 'edge')})",
         highlight=False,
     )

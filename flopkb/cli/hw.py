@@ -6,7 +6,15 @@ from typing import Annotated, Any
 
 import typer
 
-from flopkb.cli.common import FormatOption, OutputFormat, console, emit_json, fail, kb_root
+from flopkb.cli.common import (
+    FormatOption,
+    OutputFormat,
+    console,
+    emit_json,
+    fail,
+    kb_root,
+    print_kb,
+)
 from flopkb.cli.help import example
 from flopkb.cli.tables import IdTable
 from flopkb.hardware import UnknownRecord, hw_compare, hw_show
@@ -55,7 +63,14 @@ def show(
     for qid, c in data["computed"].items():
         computed.add_row(qid, _num(c["value"]), c["unit"], c["formula"], c.get("note", ""))
     console.print(specs)
-    console.print(computed)
+    if data["computed"]:
+        console.print(computed)
+    else:
+        # an empty table reads as a rendering fault; say what is missing instead
+        console.print(
+            f"{data['id']}: no computed parameters (no computed quantity evaluates on its specs)",
+            markup=False, highlight=False,
+        )  # fmt: skip
     if data["measured"]:
         measured = IdTable(title=f"{data['id']}: measured ceilings (evidence)")
         for column in ("experiment", "value", "unit", "evidence"):
@@ -63,6 +78,7 @@ def show(
         for exp, m in data["measured"].items():
             measured.add_row(exp, _num(m["value"]), m["unit"] or "", m["evidence"])
         console.print(measured)
+    print_kb(ctx)
 
 
 @app.command("compare", epilog=example("flopkb hw compare h100-sxm h200-sxm"))
@@ -98,3 +114,4 @@ def compare(
     for c in data["claims"]:
         claims.add_row(c["claim"], c["quantity"], ", ".join(c["via"]), c["basis"], c["magnitude"])
     console.print(claims)
+    print_kb(ctx)
