@@ -60,8 +60,9 @@ def test_one_of_a_thing_is_singular() -> None:
     result = runner.invoke(app, ["--kb", "bundled", "claims", "--record", "jamba"])
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[0].strip() == "1 claim"
-    path = runner.invoke(app, ["--kb", "bundled", "graph", "path", "mamba2-ssd", "mamba2-ssd/"
-                                                                               "ssd-vs-fused-scan"])
+    path = runner.invoke(
+        app, ["--kb", "bundled", "graph", "path", "mamba2-ssd", "mamba2-ssd/ssd-vs-fused-scan"]
+    )
     assert path.exit_code == 0, path.output
     assert "(1 edge)" in path.stdout.splitlines()
 
