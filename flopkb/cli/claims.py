@@ -56,7 +56,8 @@ def claims(
         return
     table = IdTable(title=count(len(rows), "claim"))
     for column in ("claim", "quantity", "magnitude", "basis", "verdicts"):
-        table.add_column(column, overflow="fold")
+        # a magnitude split over two lines ("crossover at" / "2K") misreads
+        table.add_column(column, whole=column in ("magnitude", "basis"))
     for r in rows:
         touchy = set(r.get("implementation_sensitive") or [])
         verdicts = ", ".join(

@@ -81,11 +81,12 @@ def _run(fn: Callable[[], T]) -> T:
         fail(str(exc))
 
 
-def _table(title: str, columns: list[str]) -> IdTable:
-    # ids must stay whole: fold long cells onto the next line instead of cutting them with "..."
+def _table(title: str, columns: list[str], whole: tuple[int, ...] = ()) -> IdTable:
+    """Ids fold at their `/` rather than being cut; the columns at the indexes `whole` (figures,
+    magnitudes) never break at all."""
     table = IdTable(title=title, title_justify="left")
-    for col in columns:
-        table.add_column(col, overflow="fold")
+    for index, col in enumerate(columns):
+        table.add_column(col, whole=index in whole)
     return table
 
 
@@ -163,7 +164,9 @@ def why(
     if result["on"] and not result["affected"]:
         console.print(f"note: {result['on']} is not in {result['class']}'s affected_by_hardware")
     table = _table(
-        "quantities that move its cost", ["quantity", "unit", "formula", *result["accelerators"]]
+        "quantities that move its cost",
+        ["quantity", "unit", "formula", *result["accelerators"]],
+        whole=(1, *range(3, 3 + len(result["accelerators"]))),
     )
     for q in result["quantities"]:
         cells = [
@@ -173,7 +176,9 @@ def why(
         table.add_row(q["id"], q["unit"] or "", q["formula"] or "", *cells)
     console.print(table)
     claims = _table(
-        "claims", ["claim", "quantity", "magnitude", "basis", "verdicts", "not applicable on"]
+        "claims",
+        ["claim", "quantity", "magnitude", "basis", "verdicts", "not applicable on"],
+        whole=(2, 3),
     )
     for c in result["claims"]:
         verdicts = ", ".join(f"{a}: {v}" for a, v in c["verdicts"].items()) or "-"
@@ -203,6 +208,7 @@ def diff(
     table = _table(
         f"{result['a']} -> {result['b']}: quantities that differ",
         ["quantity", "unit", result["a"], result["b"], "B/A", "claims"],
+        whole=(1, 2, 3, 4, 5),
     )
     tree = Tree("claims depending on a quantity that differs")
     for q in result["quantities"]:
@@ -241,7 +247,11 @@ def what_if(
     result = _run(lambda: queries.what_if(_graph(ctx), acc, queries.parse_settings(settings)))
     if fmt is OutputFormat.json:
         return emit_json(result)
-    table = _table(f"what if on {result['accelerator']}", ["quantity", "before", "after", "ratio"])
+    table = _table(
+        f"what if on {result['accelerator']}",
+        ["quantity", "before", "after", "ratio"],
+        whole=(1, 2, 3),
+    )
     for q in result["quantities"]:
         name = q["id"] + (" (computed)" if q["computed"] else "")
         change = _ratio(q["ratio"])
@@ -293,11 +303,12 @@ def status(ctx: typer.Context, fmt: FormatOption = OutputFormat.text) -> None:
         rows: list[dict[str, Any]],
         cols: list[str],
         cell: Callable[[dict[str, Any]], list[str]],
+        whole: tuple[int, ...] = (),
     ) -> None:
         if not rows:
             console.print(f"[bold]{title}[/]: none")
             return
-        table = _table(f"{title}: {len(rows)}", cols)
+        table = _table(f"{title}: {len(rows)}", cols, whole)
         for row in rows:
             table.add_row(*cell(row))
         console.print(table)
@@ -307,6 +318,7 @@ def status(ctx: typer.Context, fmt: FormatOption = OutputFormat.text) -> None:
         result["unverified"],
         ["claim", "quantity", "magnitude"],
         lambda r: [r["claim"], r["quantity"], r["magnitude"]],
+        (2,),
     )
     section(
         "stale",

@@ -27,6 +27,10 @@ app = typer.Typer(
 )
 
 
+# columns whose cells never break: a figure or a magnitude split over two lines misreads
+WHOLE = frozenset({"value", "unit", "basis", "magnitude"})
+
+
 def _num(value: float | None) -> str:
     return "n/a" if value is None else f"{value:g}"
 
@@ -54,12 +58,12 @@ def show(
         return
     specs = IdTable(title=f"{data['id']}: {data['title']} (datasheet specs)")
     for column in ("quantity", "value", "unit", "source", "note"):
-        specs.add_column(column, overflow="fold")
+        specs.add_column(column, whole=column in WHOLE)
     for qid, s in data["specs"].items():
         specs.add_row(qid, _num(s["value"]), s["unit"], _source(s["source"]), s.get("note", ""))
     computed = IdTable(title=f"{data['id']}: computed parameters")
     for column in ("quantity", "value", "unit", "formula", "note"):
-        computed.add_column(column, overflow="fold")
+        computed.add_column(column, whole=column in WHOLE)
     for qid, c in data["computed"].items():
         computed.add_row(qid, _num(c["value"]), c["unit"], c["formula"], c.get("note", ""))
     console.print(specs)
@@ -74,7 +78,7 @@ def show(
     if data["measured"]:
         measured = IdTable(title=f"{data['id']}: measured ceilings (evidence)")
         for column in ("experiment", "value", "unit", "evidence"):
-            measured.add_column(column)
+            measured.add_column(column, whole=column in WHOLE)
         for exp, m in data["measured"].items():
             measured.add_row(exp, _num(m["value"]), m["unit"] or "", m["evidence"])
         console.print(measured)
@@ -98,8 +102,8 @@ def compare(
         emit_json(data)
         return
     table = IdTable(title=f"{a} vs {b} (ratio = {b} / {a}; differing rows first)")
-    for column in ("quantity", "kind", "unit", a, b, "ratio"):
-        table.add_column(column)
+    for index, column in enumerate(("quantity", "kind", "unit", a, b, "ratio")):
+        table.add_column(column, whole=index >= 2)
     ordered = sorted(data["quantities"], key=lambda r: not r["differs"])
     for r in ordered:
         style = "bold" if r["differs"] else "dim"
@@ -110,7 +114,7 @@ def compare(
     console.print(table)
     claims = IdTable(title=f"claims that depend on what differs ({len(data['claims'])})")
     for column in ("claim", "quantity", "via", "basis", "magnitude"):
-        claims.add_column(column, overflow="fold")
+        claims.add_column(column, whole=column in WHOLE)
     for c in data["claims"]:
         claims.add_row(c["claim"], c["quantity"], ", ".join(c["via"]), c["basis"], c["magnitude"])
     console.print(claims)
