@@ -18,6 +18,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from flopkb.extras import install_hint
 from flopkb.kb import load_files
 from flopkb.model import EvidenceRecord
 from flopkb.verify.plots import ClaimView, render
@@ -116,7 +117,7 @@ def replot(paths: list[Path], out: Path) -> list[Path]:
         if spec is not None and ev.sweep:
             path = render(spec, ev.sweep, out / f"{ev.id}.png", ClaimView.of(ev))
             if path is None:
-                raise SystemExit("matplotlib is not installed: pip install 'flopkb[plot]'")
+                raise SystemExit(f"matplotlib is not installed: {install_hint('plot')}")
             written.append(path)
     return written
 

@@ -27,6 +27,7 @@ from flopkb.cli.common import (
     write_policy,
 )
 from flopkb.cli.tables import IdTable
+from flopkb.extras import install_hint
 from flopkb.verify.evidence import evidence_dir
 
 # What the `kernels` extra installs; verify imports all three (numpy through torch and the plots).
@@ -137,8 +138,8 @@ def verify(
         os.environ.setdefault("TRITON_INTERPRET", "1")
     missing = _missing_kernel_extra()
     if missing:
-        fail(f"verify needs the kernels extra: pip install 'flopkb[kernels]' "
-             f"(missing: {', '.join(missing)})")
+        fail(f"verify needs the kernels extra (missing: {', '.join(missing)}): "
+             f"{install_hint('kernels')}")
     from flopkb.kb import load_kb
     from flopkb.verify import runner
 
