@@ -14,7 +14,7 @@ import typer
 from typer.core import TyperGroup
 
 from flopkb import __version__
-from flopkb.cli import claims, extract, graph, hw, interrupts, schema, validate, verify
+from flopkb.cli import claims, extract, graph, hw, init, interrupts, schema, validate, verify
 from flopkb.cli.argv import hoist_global_options
 from flopkb.cli.common import (
     CliState,
@@ -129,6 +129,7 @@ app.command("claims", epilog=example("flopkb claims --record mamba2-ssd --format
 )
 app.command("extract", epilog=example("flopkb extract selective-ssm-scan"))(extract.extract)
 app.command("verify", epilog=example("flopkb verify --record mamba2-ssd"))(verify.verify)
+app.command("init", epilog=example("flopkb init my-kb && cd my-kb && flopkb validate"))(init.init)
 app.add_typer(schema.app, name="schema", epilog=example("flopkb schema export --check"))
 app.add_typer(hw.app, name="hw", epilog=example("flopkb hw show h200-sxm"))
 app.add_typer(
