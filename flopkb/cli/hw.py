@@ -41,6 +41,12 @@ def _source(source: dict[str, Any] | None) -> str:
     return f"{source['id']}, {source['locator']}" if source.get("locator") else source["id"]
 
 
+def _band(low: float | None, high: float | None) -> str:
+    if low is not None and high is not None:
+        return f"{_num(low)}-{_num(high)}"
+    return f"up to {_num(high)}" if high is not None else "-"
+
+
 @app.command("show", epilog=example("flopkb hw show h200-sxm"))
 def show(
     ctx: typer.Context,
@@ -76,11 +82,12 @@ def show(
             markup=False, highlight=False,
         )  # fmt: skip
     if data["measured"]:
-        measured = IdTable(title=f"{data['id']}: measured ceilings (evidence)")
-        for column in ("experiment", "value", "unit", "evidence"):
-            measured.add_column(column, whole=column in WHOLE)
-        for exp, m in data["measured"].items():
-            measured.add_row(exp, _num(m["value"]), m["unit"] or "", m["evidence"])
+        measured = IdTable(title=f"{data['id']}: measured ceilings (median; band from p90/p10)")
+        for column in ("ceiling", "value", "unit", "band", "evidence"):
+            measured.add_column(column, whole=column in WHOLE or column == "band")
+        for name, m in data["measured"].items():
+            band = _band(m["low"], m["high"])
+            measured.add_row(name, _num(m["value"]), m["unit"] or "", band, m["evidence"])
         console.print(measured)
     print_kb(ctx)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from flopkb.cli import app
@@ -50,3 +51,20 @@ def test_unknown_accelerator_exits_2_with_one_line() -> None:
     result = runner.invoke(app, [*_kb_args(), "hw", "show", "h300"])
     assert result.exit_code == 2
     assert "no accelerator record 'h300'" in result.stderr
+
+
+def test_show_gives_both_measured_ceilings_of_the_calibration() -> None:
+    kb, _ = load_kb(bundled_root())
+    measured = hw_show(kb, "h200-sxm")["measured"]
+    assert set(measured) == {"bf16_gemm", "copy_bandwidth"}
+    calibration = kb.evidence[measured["bf16_gemm"]["evidence"]]
+    data = calibration.statistics["data"]
+    assert measured["bf16_gemm"]["value"] == pytest.approx(data["bf16_tflops"], rel=1e-5)
+    assert measured["copy_bandwidth"]["value"] == pytest.approx(data["copy_gbps"], rel=1e-5)
+    assert measured["copy_bandwidth"]["unit"] == "GB/s"
+    text = runner.invoke(app, [*_kb_args(), "hw", "show", "h200-sxm"], env={"COLUMNS": "120"})
+    assert text.exit_code == 0, text.output
+    lines = text.stdout.splitlines()
+    assert any("bf16_gemm" in ln and "TFLOP/s" in ln for ln in lines)
+    assert any("copy_bandwidth" in ln and "GB/s" in ln and f"{data['copy_gbps']:g}" in ln
+               for ln in lines)  # fmt: skip
