@@ -28,6 +28,7 @@ from flopkb.cli.common import (
 )
 from flopkb.cli.tables import IdTable
 from flopkb.extras import install_hint
+from flopkb.plural import count
 from flopkb.verify.evidence import evidence_dir
 
 # What the `kernels` extra installs; verify imports all three (numpy through torch and the plots).
@@ -218,5 +219,6 @@ def _report(payload: dict[str, Any], fmt: OutputFormat, plan_mode: bool) -> None
     for r in payload["results"]:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
-    console.print(f"{len(payload['results'])} results ({summary}) in {payload['duration_s']:.1f} s",
+    console.print(f"{count(len(payload['results']), 'result')} ({summary}) in "
+                  f"{payload['duration_s']:.1f} s",
                   markup=False)

@@ -44,6 +44,15 @@ def test_no_command_declares_an_option_named_like_a_global_one() -> None:
         (["--kb", "a", "claims", "--color", "never"], ["--kb", "a", "--color", "never", "claims"]),
         (["validate", "--", "--kb"], ["validate", "--", "--kb"]),
         (["validate", "--strict"], ["validate", "--strict"]),
+        # a command's own --format, given before the command: moved after it
+        (["--format", "json", "claims"], ["claims", "--format", "json"]),
+        (["-fjson", "--kb", "k", "hw", "show", "x"], ["--kb", "k", "hw", "show", "x", "-fjson"]),
+        (
+            ["--format=json", "graph", "why", "c", "--", "x"],
+            ["graph", "why", "c", "--format=json", "--", "x"],
+        ),
+        # after the command it is the command's already: left alone
+        (["graph", "export", "--format", "dot"], ["graph", "export", "--format", "dot"]),
     ],
 )
 def test_hoisting(argv: list[str], expected: list[str]) -> None:
@@ -65,6 +74,17 @@ def test_every_global_option_after_a_nested_command() -> None:
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[-1].endswith("(bundled KB, --kb bundled)")
     assert "\x1b[" not in result.stdout
+
+
+def test_format_before_the_command_is_the_commands_format() -> None:
+    before = runner.invoke(
+        app, ["--format", "json", "--kb", "bundled", "claims", "--record", "jamba"]
+    )
+    after = runner.invoke(
+        app, ["--kb", "bundled", "claims", "--record", "jamba", "--format", "json"]
+    )
+    assert before.exit_code == after.exit_code == 0, before.output
+    assert json.loads(before.stdout) == json.loads(after.stdout)
 
 
 def test_a_bad_global_value_after_the_command_is_one_usage_line() -> None:
