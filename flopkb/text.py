@@ -73,7 +73,9 @@ def closest_span(prose: str, effect: str, words: list[str] | None = None) -> str
     wanted = set(effect_keys)
     width = len(effect_keys)
     span = min(width, len(words))
-    prefix = [0, *accumulate(_key(w) in wanted for w in words)]
+    edges = _EDGE_PUNCTUATION
+    # one pass over the prose, inlined: this is the hint's only cost linear in the prose
+    prefix = [0, *accumulate(w.strip(edges).lower() in wanted for w in words)]
     shared = [prefix[start + span] - prefix[start] for start in range(len(words) - span + 1)]
     # the most shared words first; among equals the earliest (nlargest is stable)
     starts = heapq.nlargest(budget.HINT_MAX_CANDIDATES, range(len(shared)), key=shared.__getitem__)
