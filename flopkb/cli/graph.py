@@ -409,3 +409,4 @@ def render(
         f"{count(result['edges'], 'edge')})",
         highlight=False,
     )
+    print_kb(ctx)

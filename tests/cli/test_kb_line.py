@@ -46,6 +46,17 @@ def test_every_text_summary_ends_with_the_kb_line(command: list[str]) -> None:
         assert last == expected
 
 
+def test_graph_render_names_the_kb_too(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "kb.svg"
+    result = runner.invoke(
+        app, ["--kb", "bundled", "graph", "render", str(out), "--focus", "hbm_bandwidth",
+              "--engine", "matplotlib"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[-1] == f"KB {bundled_root()} (bundled KB, --kb bundled)"
+
+
 def test_the_kb_line_says_how_a_found_kb_was_found(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
