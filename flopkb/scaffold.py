@@ -116,10 +116,13 @@ def init_kb(target: Path, today: dt.date | None = None) -> InitResult:
             (root / folder).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InitError(f"cannot make {exc.filename or root}: {exc.strerror or exc}") from None
+    # a record id the KB already has, in any folder (ids are file stems), is not added twice
+    existing = {p.stem for p in (root / "records").rglob("*.y*ml")}
     with writing(WritePolicy(force=False, follow_symlinks=False)):
         for relative, text in files.items():
             path = root / relative
-            if path.exists() or path.is_symlink():
+            is_record = relative.parts[0] == "records" and relative.suffix == ".yaml"
+            if path.exists() or path.is_symlink() or (is_record and relative.stem in existing):
                 result.kept.append(path)
                 continue
             try:

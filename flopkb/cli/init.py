@@ -32,7 +32,10 @@ def init(
     for name in data["written"]:
         console.print(f"wrote {name}", markup=False, highlight=False)
     for name in data["kept"]:
-        console.print(f"kept {name} (exists; not replaced)", markup=False, highlight=False)
+        console.print(
+            f"kept {name} (it, or a record of its id, exists: not written)",
+            markup=False, highlight=False,
+        )  # fmt: skip
     where = "" if directory == Path(".") else f"cd {directory} && "
     console.print(
         f"{count(len(result.written), 'file')} written, {len(result.kept)} kept in "

@@ -66,6 +66,15 @@ def test_init_never_replaces_a_file(tmp_path: Path) -> None:
     assert again["written"] == [] and len(again["kept"]) == len(data["kept"]) + len(data["written"])
 
 
+def test_a_record_id_the_kb_has_elsewhere_is_not_added_twice(tmp_path: Path) -> None:
+    (tmp_path / "records/drafts").mkdir(parents=True)
+    mine = tmp_path / "records/drafts/hbm_bandwidth.yaml"
+    mine.write_text("my own hbm_bandwidth\n", encoding="utf-8")
+    data = json.loads(run("init", str(tmp_path), "-f", "json").stdout)
+    assert "records/quantities/hbm_bandwidth.yaml" in data["kept"]
+    assert not (tmp_path / "records/quantities/hbm_bandwidth.yaml").exists()
+
+
 def test_init_onto_a_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
     target = tmp_path / "taken"
     target.write_text("x", encoding="utf-8")
