@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Annotated
 
@@ -36,7 +37,8 @@ def init(
             f"kept {name} (it, or a record of its id, exists: not written)",
             markup=False, highlight=False,
         )  # fmt: skip
-    where = "" if directory == Path(".") else f"cd {directory} && "
+    # a command the user can paste, whatever the folder's name
+    where = "" if directory == Path(".") else f"cd {shlex.quote(str(directory))} && "
     console.print(
         f"{count(len(result.written), 'file')} written, {len(result.kept)} kept in "
         f"{directory}; next: {where}flopkb validate",
