@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import importlib.util
 import itertools
 import json
 import math
@@ -43,12 +44,12 @@ ACCELERATOR = "h200-sxm"
 # earlier runs).
 SCAN_BWD, SSD_BWD = "scan_bwd_h200.json", "ssd_bwd_h200.json"
 REDUCTION, DENSE = "reduction_levels_h200.json", "dense_h200.json"
-DOCUMENTS = ("README.md", "docs/verify.md", "docs/validate.md")
+DOCUMENTS = ("README.md", "docs/verify.md", "docs/validate.md", "docs/kb.md", "docs/graph.md")
 BLOCK = re.compile(
     r"(<!-- figures:(?P<name>[a-z-]+) -->\n)(?P<body>.*?)(<!-- /figures:(?P=name) -->)", re.DOTALL
 )
 
-# The labels of the starting material (CLAIMS.md), in the order the tables list the claims.
+# The labels of the starting material (A1-D4), in the order the tables list the claims.
 CLAIMS = {
     "selective-ssm-scan/scan-misses-tensor-cores": "A1",
     "mamba2-ssd/ssd-vs-fused-scan": "A2",
@@ -504,7 +505,7 @@ def table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def block_verdicts(src: Sources) -> str:
-    text = table(["claim (CLAIMS.md)", "magnitude", "pass", "verdict", "measured [p10/p90 band]",
+    text = table(["claim (A1-D4)", "magnitude", "pass", "verdict", "measured [p10/p90 band]",
                   "conditions; where it holds and where it stops",
                   "other implementations: verdict, measured"], verdict_rows(src))
     records = {claim: src.of(claim) for claim in CLAIMS}
@@ -1018,12 +1019,25 @@ def block_model_claims(src: Sources) -> str:
     kb = _kb_of(src)
     rows = []
     for r in list_claims(kb):
-        if not r["computed"]:
+        if not r["computed_from_architectures"]:
             continue
-        got = "; ".join(f"{c['what']}: {shown(c['value'], c['unit'])}" for c in r["computed"])
+        got = "; ".join(f"{c['what']}: {shown(c['value'], c['unit'])}"
+                        for c in r["computed_from_architectures"])
         rows.append([f"`{r['claim']}`", r["magnitude"], r["basis"], got])
     return table(["claim", "magnitude", "basis", "computed from the architecture records"], rows)
 
+
+def _kb_figures() -> Any:
+    """bench/kb_figures.py, loaded by path (bench/ is no package)."""
+    spec = importlib.util.spec_from_file_location("kb_figures", Path(__file__).with_name(
+        "kb_figures.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+kb_figures = _kb_figures()
 
 BLOCKS: dict[str, Callable[[Sources], str]] = {
     "model-table": block_model_table,
@@ -1039,6 +1053,8 @@ BLOCKS: dict[str, Callable[[Sources], str]] = {
     "kernels": block_kernels,
     "cpu-times": block_cpu_times,
     "plan-time": block_plan_time,
+    # counts of the bundled records themselves (bench/kb_figures.py)
+    **kb_figures.BLOCKS,
 }
 
 

@@ -18,8 +18,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from flopkb.extras import install_hint
 from flopkb.kb import load_files
 from flopkb.model import EvidenceRecord
+from flopkb.verify.experiments import partition_sim
 from flopkb.verify.plots import ClaimView, render
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,7 +103,20 @@ def _legacy(ev: EvidenceRecord) -> dict[str, Any] | None:
 
 def spec_of(ev: EvidenceRecord) -> dict[str, Any] | None:
     """The record's stored plot description, else the legacy one of its experiment."""
+    if not ev.statistics.get("plot") and _partition_rows(ev):
+        # D2's bundled simulation stored no picture before it had one (partition_sim.PLOT)
+        return partition_sim.PLOT
     return ev.statistics.get("plot") or _legacy(ev)
+
+
+def _partition_rows(ev: EvidenceRecord) -> bool:
+    return ev.experiment == "reduction-partition-simulation" and bool(ev.sweep) and all(
+        r.get("row") == "partition" for r in ev.sweep)
+
+
+def rows_of(ev: EvidenceRecord) -> list[dict[str, Any]]:
+    """The sweep rows the picture reads (D2's gain the `pattern` number its picture needs)."""
+    return partition_sim.with_patterns(ev.sweep) if _partition_rows(ev) else ev.sweep
 
 
 def replot(paths: list[Path], out: Path) -> list[Path]:
@@ -114,9 +129,9 @@ def replot(paths: list[Path], out: Path) -> list[Path]:
     for ev in sorted(kb.evidence.values(), key=lambda e: e.id):
         spec = spec_of(ev)
         if spec is not None and ev.sweep:
-            path = render(spec, ev.sweep, out / f"{ev.id}.png", ClaimView.of(ev))
+            path = render(spec, rows_of(ev), out / f"{ev.id}.png", ClaimView.of(ev))
             if path is None:
-                raise SystemExit("matplotlib is not installed: pip install 'flopkb[plot]'")
+                raise SystemExit(f"matplotlib is not installed: {install_hint('plot')}")
             written.append(path)
     return written
 

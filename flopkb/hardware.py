@@ -173,8 +173,46 @@ def _rounded(value: float | None) -> float | None:
     return round(value, max(digits, 0))
 
 
+# what a calibration measures, read from its statistics.data: the ceiling's name, the median
+# figure's key, the keys of its low / high figures (from the p90 / p10 times), and its unit
+CALIBRATION_CEILINGS = (
+    ("bf16_gemm", "bf16_tflops", "bf16_tflops_low", "bf16_tflops_high", "TFLOP/s"),
+    ("copy_bandwidth", "copy_gbps", "copy_gbps_low", "copy_gbps_high", "GB/s"),
+)
+
+
+def _ceilings(ev: EvidenceRecord) -> dict[str, dict[str, Any]]:
+    """The measured ceilings of one claim-less evidence record: each calibration ceiling (GEMM
+    and copy medians), or the record's own measured value for another experiment."""
+    data = ev.statistics.get("data") if isinstance(ev.statistics, dict) else None
+    common = {"experiment": ev.experiment, "evidence": ev.id, "timestamp": ev.timestamp.isoformat()}
+    out: dict[str, dict[str, Any]] = {}
+    if ev.experiment == "calibration" and isinstance(data, dict):
+        for name, key, low, high, unit in CALIBRATION_CEILINGS:
+            value = data.get(key)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                out[name] = {
+                    "value": _rounded(float(value)), "unit": unit,
+                    "low": _number_or_none(data.get(low)), "high": _number_or_none(data.get(high)),
+                    **common,
+                }  # fmt: skip
+    if not out and ev.measured is not None:
+        out[ev.experiment] = {
+            "value": ev.measured.value, "unit": ev.measured.unit,
+            "low": ev.measured.low, "high": ev.measured.high, **common,
+        }  # fmt: skip
+    return out
+
+
+def _number_or_none(value: Any) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return _rounded(float(value))
+    return None
+
+
 def _measured(kb: KnowledgeBase, acc_id: str) -> dict[str, dict[str, Any]]:
-    """Latest calibration evidence (claim-less) per experiment on this part: measured ceilings."""
+    """Latest calibration evidence (claim-less) per experiment on this part: measured ceilings,
+    one entry per ceiling (`bf16_gemm`, `copy_bandwidth`: medians, with the p90/p10 band)."""
     latest: dict[str, EvidenceRecord] = {}
     implausible = kb.implausible_evidence()
     for ev in kb.evidence.values():
@@ -184,15 +222,10 @@ def _measured(kb: KnowledgeBase, acc_id: str) -> dict[str, dict[str, Any]]:
             prev = latest.get(ev.experiment)
             if prev is None or (ev.timestamp, ev.id) > (prev.timestamp, prev.id):
                 latest[ev.experiment] = ev
-    return {
-        exp: {
-            "value": ev.measured.value,
-            "unit": ev.measured.unit,
-            "evidence": ev.id,
-            "timestamp": ev.timestamp.isoformat(),
-        }
-        for exp, ev in sorted(latest.items())
-    }
+    out: dict[str, dict[str, Any]] = {}
+    for _, ev in sorted(latest.items()):
+        out.update(_ceilings(ev))
+    return out
 
 
 def hw_show(kb: KnowledgeBase, acc_id: str, model: HardwareModel | None = None) -> dict[str, Any]:
@@ -200,9 +233,10 @@ def hw_show(kb: KnowledgeBase, acc_id: str, model: HardwareModel | None = None) 
 
     Shape (DESIGN): `{"id", "specs": {qid: {"value","unit","source"}}, "computed": {qid: {"value",
     "unit","formula"}}}`, plus `title`, per-entry `note` where the record or evaluation has one, and
-    `measured` (calibration evidence: experiment -> value, unit, evidence id), and `derived`:
-    every `basis: derived` claim row of a class affected by this part, with its formula computed
-    here (`value`, `unit` of the row's quantity, `agrees` with the magnitude: flopkb.derived).
+    `measured` (calibration evidence: ceiling -> value, unit, low, high, experiment, evidence), and
+    `derived`: every `basis: derived` claim row of a class affected by this part, with its formula
+    computed here (`value`, `unit` of the row's quantity, `agrees` with the magnitude:
+    flopkb.derived).
     """
     model = model or HardwareModel(kb)
     acc = model.accelerator(acc_id)

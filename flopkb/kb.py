@@ -296,11 +296,15 @@ def _add(kb: KnowledgeBase, doc: Document, findings: list[Finding]) -> None:
     kb.displays[record.id] = display
 
 
-def load_kb(root: Path, limits: Limits | None = None) -> tuple[KnowledgeBase, list[Finding]]:
-    """Load the KB at `root` (a folder holding `records/`, or a records folder itself).
+def load_kb(
+    root: Path | str, limits: Limits | None = None
+) -> tuple[KnowledgeBase, list[Finding]]:
+    """Load the KB at `root` (a folder holding `records/`, or a records folder itself; a path or
+    a str such as `"."`).
 
     The walk's findings (files refused or not reached) come first among the findings.
     """
+    root = Path(root)
     walk = walk_records(root)
     kb, findings = load_files(walk.files, root=root, limits=limits)
     return kb, [*walk.findings, *findings]

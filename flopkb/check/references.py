@@ -42,7 +42,8 @@ def _references(ctx: CheckContext) -> Iterator[tuple[str, tuple[str | int, ...],
     for rid, acc in kb.accelerators.items():
         for qid, spec in acc.specs.items():
             yield rid, ("specs", qid), qid, QuantityRecord
-            if spec.source is not None:
+            # a spec may cite the evidence that read it from the device (flopkb.check.device)
+            if spec.source is not None and spec.source.id not in kb.evidence:
                 yield rid, ("specs", qid, "source", "id"), spec.source.id, SourceRecord
         for i, src in enumerate(acc.sources):
             yield rid, ("sources", i, "id"), src.id, SourceRecord

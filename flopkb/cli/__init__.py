@@ -14,7 +14,19 @@ import typer
 from typer.core import TyperGroup
 
 from flopkb import __version__
-from flopkb.cli import claims, extract, graph, hw, interrupts, model, schema, validate, verify
+from flopkb.cli import (
+    claims,
+    extract,
+    graph,
+    hw,
+    init,
+    interrupts,
+    model,
+    schema,
+    validate,
+    verify,
+)
+from flopkb.cli.argv import hoist_global_options
 from flopkb.cli.common import (
     CliState,
     ColorMode,
@@ -39,7 +51,8 @@ class FlopkbGroup(TyperGroup):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
-        argv = list(sys.argv[1:] if args is None else args)
+        # `--kb`, `--color`, `--debug`, `--version` also after the command (flopkb.cli.argv)
+        argv = hoist_global_options(list(sys.argv[1:] if args is None else args))
         set_json_errors(wants_json(argv))
         try:
             code = super().main(
@@ -128,6 +141,7 @@ app.command("claims", epilog=example("flopkb claims --record mamba2-ssd --format
 )
 app.command("extract", epilog=example("flopkb extract selective-ssm-scan"))(extract.extract)
 app.command("verify", epilog=example("flopkb verify --record mamba2-ssd"))(verify.verify)
+app.command("init", epilog=example("flopkb init my-kb && cd my-kb && flopkb validate"))(init.init)
 app.add_typer(schema.app, name="schema", epilog=example("flopkb schema export --check"))
 app.add_typer(hw.app, name="hw", epilog=example("flopkb hw show h200-sxm"))
 app.add_typer(

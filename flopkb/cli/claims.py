@@ -23,6 +23,7 @@ from flopkb.hardware import UnknownRecord
 from flopkb.kb import load_kb
 from flopkb.model import Basis
 from flopkb.modelshow import shown
+from flopkb.plural import count
 
 
 def claims(
@@ -55,9 +56,10 @@ def claims(
     if fmt is OutputFormat.json:
         emit_json(rows)
         return
-    table = IdTable(title=f"{len(rows)} claims")
+    table = IdTable(title=count(len(rows), "claim"))
     for column in ("claim", "quantity", "magnitude", "basis", "verdicts"):
-        table.add_column(column, overflow="fold")
+        # a magnitude split over two lines ("crossover at" / "2K") misreads
+        table.add_column(column, whole=column in ("magnitude", "basis"))
     for r in rows:
         touchy = set(r.get("implementation_sensitive") or [])
         verdicts = ", ".join(

@@ -13,6 +13,7 @@ from flopkb.cli.common import (
     emit_json,
     err_console,
     fail,
+    kb_location,
     kb_root,
     plain,
 )
@@ -51,6 +52,8 @@ def extract(
         emit_json(result.as_dict())
     else:
         _print_text(result, show_all)
+        # a YAML comment, so that the output still pastes as it is
+        sys.stdout.write(guard_lines(f"# {visible(kb_location(ctx).describe())}\n"))
         _print_problems(result)
     if any(f.severity is Severity.error for f in result.problems):
         raise typer.Exit(1)

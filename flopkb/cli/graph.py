@@ -42,6 +42,7 @@ from flopkb.graph.queries import GraphQueryError, KBGraph
 from flopkb.graph.render import RenderError
 from flopkb.graph.render import render as render_graph
 from flopkb.kb import load_kb
+from flopkb.plural import count
 
 app = typer.Typer(
     help="Which claims depend on which hardware quantities: impact, diff, what-if, picture.",
@@ -80,11 +81,12 @@ def _run(fn: Callable[[], T]) -> T:
         fail(str(exc))
 
 
-def _table(title: str, columns: list[str]) -> IdTable:
-    # ids must stay whole: fold long cells onto the next line instead of cutting them with "..."
+def _table(title: str, columns: list[str], whole: tuple[int, ...] = ()) -> IdTable:
+    """Ids fold at their `/` rather than being cut; the columns at the indexes `whole` (figures,
+    magnitudes) never break at all."""
     table = IdTable(title=title, title_justify="left")
-    for col in columns:
-        table.add_column(col, overflow="fold")
+    for index, col in enumerate(columns):
+        table.add_column(col, whole=index in whole)
     return table
 
 
@@ -131,8 +133,8 @@ def affects(
     tree = Tree(
         plain(
             (result["id"], "bold"),
-            f" ({result['kind']}): {len(result['claims'])} claims in "
-            f"{len(result['classes'])} classes",
+            f" ({result['kind']}): {count(len(result['claims']), 'claim')} in "
+            f"{count(len(result['classes']), 'class', 'classes')}",
         )
     )
     if result["quantities"]:
@@ -149,6 +151,7 @@ def affects(
         if cls not in by_class:
             tree.add(plain((cls, "bold"), " (no claims)"))
     console.print(tree, soft_wrap=False)
+    print_kb(ctx)
 
 
 @app.command(epilog=example("flopkb graph why mamba2-ssd --on h200-sxm"))
@@ -168,7 +171,9 @@ def why(
             plain(f"note: {result['on']} is not in {result['class']}'s affected_by_hardware")
         )
     table = _table(
-        "quantities that move its cost", ["quantity", "unit", "formula", *result["accelerators"]]
+        "quantities that move its cost",
+        ["quantity", "unit", "formula", *result["accelerators"]],
+        whole=(1, *range(3, 3 + len(result["accelerators"]))),
     )
     for q in result["quantities"]:
         cells = [
@@ -178,7 +183,9 @@ def why(
         table.add_row(q["id"], q["unit"] or "", q["formula"] or "", *cells)
     console.print(table)
     claims = _table(
-        "claims", ["claim", "quantity", "magnitude", "basis", "verdicts", "not applicable on"]
+        "claims",
+        ["claim", "quantity", "magnitude", "basis", "verdicts", "not applicable on"],
+        whole=(2, 3),
     )
     for c in result["claims"]:
         verdicts = ", ".join(f"{a}: {v}" for a, v in c["verdicts"].items()) or "-"
@@ -191,6 +198,7 @@ def why(
             ", ".join(c["not_applicable_on"]) or "-",
         )
     console.print(claims)
+    print_kb(ctx)
 
 
 @app.command(epilog=example("flopkb graph diff h100-sxm h200-sxm"))
@@ -207,14 +215,15 @@ def diff(
     table = _table(
         f"{result['a']} -> {result['b']}: quantities that differ",
         ["quantity", "unit", result["a"], result["b"], "B/A", "claims"],
+        whole=(1, 2, 3, 4, 5),
     )
     tree = Tree("claims depending on a quantity that differs")
     for q in result["quantities"]:
         if not q["differs"]:
             continue
         name = q["quantity"] + (" (computed)" if q["kind"] == "computed" else "")
-        count = str(len(q["claims"]))
-        table.add_row(name, q["unit"], _num(q["a"]), _num(q["b"]), _ratio(q["ratio"]), count)
+        n_claims = str(len(q["claims"]))
+        table.add_row(name, q["unit"], _num(q["a"]), _num(q["b"]), _ratio(q["ratio"]), n_claims)
         if q["claims"]:
             branch = tree.add(plain((q["quantity"], "bold"), f" {_ratio(q['ratio'])}"))
             for claim in q["claims"]:
@@ -226,11 +235,13 @@ def diff(
     same = [q["quantity"] for q in result["quantities"] if not q["differs"]]
     console.print(
         plain(
-            f"{len(result['claims'])} claims in {len(result['classes'])} classes depend on a "
-            f"quantity that differs; same on both: {', '.join(same) or '-'}"
+            f"{count(len(result['claims']), 'claim')} in "
+            f"{count(len(result['classes']), 'class', 'classes')} depend on a quantity "
+            f"that differs; same on both: {', '.join(same) or '-'}"
         ),
         highlight=False,
     )
+    print_kb(ctx)
 
 
 @app.command("what-if", epilog=example("flopkb graph what-if h100-sxm --set hbm_bandwidth=4.8"))
@@ -256,7 +267,11 @@ def what_if(
     )
     if fmt is OutputFormat.json:
         return emit_json(result)
-    table = _table(f"what if on {result['accelerator']}", ["quantity", "before", "after", "ratio"])
+    table = _table(
+        f"what if on {result['accelerator']}",
+        ["quantity", "before", "after", "ratio"],
+        whole=(1, 2, 3),
+    )
     for q in result["quantities"]:
         name = q["id"] + (" (computed)" if q["computed"] else "")
         change = _ratio(q["ratio"])
@@ -284,6 +299,7 @@ def what_if(
             ]
             bounds.add_row(m["architecture"], *cells)
         console.print(bounds)
+    print_kb(ctx)
 
 
 @app.command(epilog=example("flopkb graph path mamba2-ssd hbm_bandwidth"))
@@ -299,9 +315,11 @@ def path(
         return emit_json(result)
     if result["edges"] is None:
         console.print(plain(f"no path between {result['from']} and {result['to']}"))
+        print_kb(ctx)
         return
     console.print(plain(chain(result["from"], result["edges"])))
-    console.print(plain(f"({result['length']} edges)"))
+    console.print(plain(f"({count(result['length'], 'edge')})"))
+    print_kb(ctx)
 
 
 @app.command(epilog=example("flopkb graph status --format json"))
@@ -317,11 +335,12 @@ def status(ctx: typer.Context, fmt: FormatOption = OutputFormat.text) -> None:
         rows: list[dict[str, Any]],
         cols: list[str],
         cell: Callable[[dict[str, Any]], list[str]],
+        whole: tuple[int, ...] = (),
     ) -> None:
         if not rows:
             console.print(plain((title, "bold"), ": none"))
             return
-        table = _table(f"{title}: {len(rows)}", cols)
+        table = _table(f"{title}: {len(rows)}", cols, whole)
         for row in rows:
             table.add_row(*cell(row))
         console.print(table)
@@ -331,6 +350,7 @@ def status(ctx: typer.Context, fmt: FormatOption = OutputFormat.text) -> None:
         result["unverified"],
         ["claim", "quantity", "magnitude"],
         lambda r: [r["claim"], r["quantity"], r["magnitude"]],
+        (2,),
     )
     section(
         "stale",
@@ -384,7 +404,8 @@ def export(
     with safe_writes(policy):
         atomic_write_text(out, text)
     err_console.print(
-        plain(f"wrote {out} ({kg.g.number_of_nodes()} nodes, {kg.g.number_of_edges()} edges)"),
+        plain(f"wrote {out} ({count(kg.g.number_of_nodes(), 'node')}, "
+              f"{count(kg.g.number_of_edges(), 'edge')})"),
         highlight=False,
     )
 
@@ -417,8 +438,9 @@ def render(
         return emit_json(result)
     console.print(
         plain(
-            f"wrote {result['out']} ({result['engine']}, {result['nodes']} nodes, "
-            f"{result['edges']} edges)"
+            f"wrote {result['out']} ({result['engine']}, {count(result['nodes'], 'node')}, "
+            f"{count(result['edges'], 'edge')})"
         ),
         highlight=False,
     )
+    print_kb(ctx)

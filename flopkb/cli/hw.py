@@ -6,7 +6,15 @@ from typing import Annotated, Any
 
 import typer
 
-from flopkb.cli.common import FormatOption, OutputFormat, console, emit_json, fail, kb_root
+from flopkb.cli.common import (
+    FormatOption,
+    OutputFormat,
+    console,
+    emit_json,
+    fail,
+    kb_root,
+    print_kb,
+)
 from flopkb.cli.help import example
 from flopkb.cli.tables import IdTable
 from flopkb.hardware import UnknownRecord, hw_compare, hw_show
@@ -19,6 +27,10 @@ app = typer.Typer(
 )
 
 
+# columns whose cells never break: a figure or a magnitude split over two lines misreads
+WHOLE = frozenset({"value", "unit", "basis", "magnitude"})
+
+
 def _num(value: float | None) -> str:
     return "n/a" if value is None else f"{value:g}"
 
@@ -27,6 +39,12 @@ def _source(source: dict[str, Any] | None) -> str:
     if not source:
         return "-"
     return f"{source['id']}, {source['locator']}" if source.get("locator") else source["id"]
+
+
+def _band(low: float | None, high: float | None) -> str:
+    if low is not None and high is not None:
+        return f"{_num(low)}-{_num(high)}"
+    return f"up to {_num(high)}" if high is not None else "-"
 
 
 @app.command("show", epilog=example("flopkb hw show h200-sxm"))
@@ -46,33 +64,42 @@ def show(
         return
     specs = IdTable(title=f"{data['id']}: {data['title']} (datasheet specs)")
     for column in ("quantity", "value", "unit", "source", "note"):
-        specs.add_column(column, overflow="fold")
+        specs.add_column(column, whole=column in WHOLE)
     for qid, s in data["specs"].items():
         specs.add_row(qid, _num(s["value"]), s["unit"], _source(s["source"]), s.get("note", ""))
     computed = IdTable(title=f"{data['id']}: computed parameters")
     for column in ("quantity", "value", "unit", "formula", "note"):
-        computed.add_column(column, overflow="fold")
+        computed.add_column(column, whole=column in WHOLE)
     for qid, c in data["computed"].items():
         computed.add_row(qid, _num(c["value"]), c["unit"], c["formula"], c.get("note", ""))
     console.print(specs)
-    console.print(computed)
+    if data["computed"]:
+        console.print(computed)
+    else:
+        # an empty table reads as a rendering fault; say what is missing instead
+        console.print(
+            f"{data['id']}: no computed parameters (no computed quantity evaluates on its specs)",
+            markup=False, highlight=False,
+        )  # fmt: skip
     if data["measured"]:
-        measured = IdTable(title=f"{data['id']}: measured ceilings (evidence)")
-        for column in ("experiment", "value", "unit", "evidence"):
-            measured.add_column(column)
-        for exp, m in data["measured"].items():
-            measured.add_row(exp, _num(m["value"]), m["unit"] or "", m["evidence"])
+        measured = IdTable(title=f"{data['id']}: measured ceilings (median; band from p90/p10)")
+        for column in ("ceiling", "value", "unit", "band", "evidence"):
+            measured.add_column(column, whole=column in WHOLE or column == "band")
+        for name, m in data["measured"].items():
+            band = _band(m["low"], m["high"])
+            measured.add_row(name, _num(m["value"]), m["unit"] or "", band, m["evidence"])
         console.print(measured)
     if data.get("derived"):
         derived = IdTable(title=f"{data['id']}: derived claims computed on this part")
         for column in ("claim", "formula", "computed", "magnitude", "agrees"):
-            derived.add_column(column, overflow="fold")
+            derived.add_column(column, whole=column in {"computed", "magnitude"})
         for d in data["derived"]:
             agrees = {True: "yes", False: "NO", None: "-"}[d["agrees"]]
             if d.get("note"):
                 agrees += f" ({d['note']})"
             derived.add_row(d["claim"], d["formula"], _num(d["value"]), d["magnitude"], agrees)
         console.print(derived)
+    print_kb(ctx)
 
 
 @app.command("compare", epilog=example("flopkb hw compare h100-sxm h200-sxm"))
@@ -92,8 +119,8 @@ def compare(
         emit_json(data)
         return
     table = IdTable(title=f"{a} vs {b} (ratio = {b} / {a}; differing rows first)")
-    for column in ("quantity", "kind", "unit", a, b, "ratio"):
-        table.add_column(column)
+    for index, column in enumerate(("quantity", "kind", "unit", a, b, "ratio")):
+        table.add_column(column, whole=index >= 2)
     ordered = sorted(data["quantities"], key=lambda r: not r["differs"])
     for r in ordered:
         style = "bold" if r["differs"] else "dim"
@@ -104,7 +131,8 @@ def compare(
     console.print(table)
     claims = IdTable(title=f"claims that depend on what differs ({len(data['claims'])})")
     for column in ("claim", "quantity", "via", "basis", "magnitude"):
-        claims.add_column(column, overflow="fold")
+        claims.add_column(column, whole=column in WHOLE)
     for c in data["claims"]:
         claims.add_row(c["claim"], c["quantity"], ", ".join(c["via"]), c["basis"], c["magnitude"])
     console.print(claims)
+    print_kb(ctx)

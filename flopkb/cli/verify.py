@@ -28,6 +28,8 @@ from flopkb.cli.common import (
     write_policy,
 )
 from flopkb.cli.tables import IdTable
+from flopkb.extras import install_hint
+from flopkb.plural import count
 from flopkb.verify.evidence import evidence_dir
 
 # What the `kernels` extra installs; verify imports all three (numpy through torch and the plots).
@@ -139,8 +141,8 @@ def verify(
         os.environ.setdefault("TRITON_INTERPRET", "1")
     missing = _missing_kernel_extra()
     if missing:
-        fail(f"verify needs the kernels extra: pip install 'flopkb[kernels]' "
-             f"(missing: {', '.join(missing)})")
+        fail(f"verify needs the kernels extra (missing: {', '.join(missing)}): "
+             f"{install_hint('kernels')}")
     from flopkb.kb import load_kb
     from flopkb.verify import runner
 
@@ -219,5 +221,5 @@ def _report(payload: dict[str, Any], fmt: OutputFormat, plan_mode: bool) -> None
     for r in payload["results"]:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
-    console.print(plain(f"{len(payload['results'])} results ({summary}) in "
+    console.print(plain(f"{count(len(payload['results']), 'result')} ({summary}) in "
                         f"{payload['duration_s']:.1f} s"), highlight=False)

@@ -162,7 +162,9 @@ def _build(kb: KnowledgeBase) -> nx.DiGraph:
         for ref in a.sources:
             backed.setdefault(ref.id, []).extend(unsourced)
         for sid, qids in backed.items():
-            edge(acc, node_id("source", sid), "cites", via="spec", quantities=sorted(set(qids)))
+            # a spec read from the device cites the evidence that read it
+            kind = "evidence" if sid in kb.evidence else "source"
+            edge(acc, node_id(kind, sid), "cites", via="spec", quantities=sorted(set(qids)))
     for cid, c in classes.items():
         cls = node_id("class", cid)
         for aid in c.affected_by_hardware:

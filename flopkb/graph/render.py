@@ -19,6 +19,7 @@ from typing import Any
 import networkx as nx
 
 from flopkb.atomic import atomic_path
+from flopkb.extras import install_hint
 from flopkb.graph import picture
 from flopkb.graph.build import EVIDENCE_RELATIONS
 from flopkb.graph.export import KIND_COLOURS
@@ -212,7 +213,7 @@ def _matplotlib(sub: nx.DiGraph, tmp: Path, centre: str | None) -> None:
         import matplotlib  # noqa: F401
     except ImportError:
         raise RenderError(
-            "rendering needs graphviz (`dot` on PATH) or matplotlib: pip install 'flopkb[plot]'"
+            f"rendering needs graphviz (`dot` on PATH) or matplotlib: {install_hint('plot')}"
         ) from None
     lay, legend = _picture(sub, centre)
     picture.draw(lay, sub, legend, RELATION_STYLE, tmp)

@@ -148,12 +148,15 @@ def figure(spec: dict[str, Any], rows: list[dict[str, Any]], view: ClaimView) ->
     measure = _measure_column(spec, rows)
     on_main = measure is not None and measure in _series_columns(spec)
     second = measure is not None and not on_main
+    # the verdict rule's lines at the foot (see _header) push the panels up, so that a long
+    # rule never runs into the x label
+    rule_lines = len(_rule_lines(view))
     with plt.rc_context({"font.size": 9}):
-        height = 6.6 if second else 4.8
+        height = (6.6 if second else 4.8) + 0.14 * max(0, rule_lines - 1)
         fig = plt.figure(figsize=(9.0, height), dpi=110)
         grid = fig.add_gridspec(2 if second else 1, 1, height_ratios=[3, 2] if second else [1],
                                 left=0.09, right=0.72, top=1 - 1.05 / height,
-                                bottom=0.06 + 0.6 / height,
+                                bottom=0.06 + (0.6 + 0.14 * max(0, rule_lines - 1)) / height,
                                 hspace=0.1 if kind != "category" else 0.3)
         ax = fig.add_subplot(grid[0])
         positions = _draw_main(ax, spec, rows)
@@ -459,6 +462,11 @@ def _interval(m: dict[str, Any]) -> str:
     return text
 
 
+def _rule_lines(view: ClaimView) -> list[str]:
+    """The verdict rule at the picture's foot, wrapped (none without a criterion)."""
+    return textwrap.wrap(f"verdict rule: {view.criterion}", width=150) if view.criterion else []
+
+
 def _header(fig: Any, view: ClaimView) -> None:
     """Title (claim on GPU); the verdict badge, claimed and measured; what was measured."""
     height = fig.get_figheight()
@@ -489,5 +497,5 @@ def _header(fig: Any, view: ClaimView) -> None:
         third = third[:HEADER_CHARS - 1].rstrip() + "…"
     fig.text(0.02, 1 - 3.3 * line, third, fontsize=8, va="top", color="#444444")
     if view.criterion:
-        rule = textwrap.fill(f"verdict rule: {view.criterion}", width=150)
+        rule = "\n".join(_rule_lines(view))
         fig.text(0.02, 0.012, rule, fontsize=8, va="bottom", color="#444444")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from flopkb.cli import app
@@ -57,8 +58,27 @@ def test_show_computes_the_derived_rows_of_the_part() -> None:
         app, [*_kb_args(), "hw", "show", "h200-sxm", "--format", "json"], env={"COLUMNS": "200"}
     )
     rows = {d["claim"]: d for d in json.loads(result.stdout)["derived"]}
-    replaced = rows["nemotron-h/attention-layers-replaced"]
-    assert (replaced["value"], replaced["agrees"]) == (92.3077, True)
+    int8 = rows["int8-gemm/int8-native-beats-emulated"]
+    # int8_to_bf16_ratio on the H200's datasheet (1979 TOPS / 989 TFLOP/s); qualitative: not compared
+    assert int8["value"] == pytest.approx(1979 / 989, rel=1e-3)
+    assert int8["agrees"] is None
     text = runner.invoke(app, [*_kb_args(), "hw", "show", "h200-sxm"], env={"COLUMNS": "200"})
     assert "derived claims computed on this part" in text.stdout
-    assert "92.3077" in text.stdout
+    assert "int8-gemm/int8-native-beats-emulated" in text.stdout
+
+
+def test_show_gives_both_measured_ceilings_of_the_calibration() -> None:
+    kb, _ = load_kb(bundled_root())
+    measured = hw_show(kb, "h200-sxm")["measured"]
+    assert set(measured) == {"bf16_gemm", "copy_bandwidth"}
+    calibration = kb.evidence[measured["bf16_gemm"]["evidence"]]
+    data = calibration.statistics["data"]
+    assert measured["bf16_gemm"]["value"] == pytest.approx(data["bf16_tflops"], rel=1e-5)
+    assert measured["copy_bandwidth"]["value"] == pytest.approx(data["copy_gbps"], rel=1e-5)
+    assert measured["copy_bandwidth"]["unit"] == "GB/s"
+    text = runner.invoke(app, [*_kb_args(), "hw", "show", "h200-sxm"], env={"COLUMNS": "120"})
+    assert text.exit_code == 0, text.output
+    lines = text.stdout.splitlines()
+    assert any("bf16_gemm" in ln and "TFLOP/s" in ln for ln in lines)
+    assert any("copy_bandwidth" in ln and "GB/s" in ln and f"{data['copy_gbps']:g}" in ln
+               for ln in lines)  # fmt: skip

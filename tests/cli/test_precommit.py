@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -127,3 +128,75 @@ def test_pre_commit_itself(tmp_path: Path) -> None:
     git(repo, "reset", "-q", "--hard")
     done = pre_commit()
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+README = ROOT / "README.md"
+URL, SHA = "<flopkb-git-url>", "<commit-sha>"
+
+
+def readme_pre_commit_block() -> str:
+    """The YAML block under README's `<!-- pre-commit-config -->` marker, as a user copies it."""
+    text = README.read_text(encoding="utf-8")
+    after = text.split("<!-- pre-commit-config -->\n", 1)[1]
+    assert after.startswith("```yaml\n")
+    return after.removeprefix("```yaml\n").split("```", 1)[0]
+
+
+def test_readme_recommends_one_hook_with_placeholders_to_fill() -> None:
+    block = readme_pre_commit_block()
+    config = yaml.safe_load(block)
+    [repo] = config["repos"]
+    assert (repo["repo"], repo["rev"]) == (URL, SHA)
+    # one hook, so that each finding prints once
+    assert [h["id"] for h in repo["hooks"]] == ["flopkb-validate"]
+    assert {h["id"] for h in HOOKS} >= {"flopkb-validate", "flopkb-validate-all"}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("pre_commit") is None, reason="needs pre-commit")
+def test_readme_pre_commit_block_works_as_written(tmp_path: Path) -> None:
+    """README's block, verbatim but for the two placeholders: a local clone of this repository
+    and its HEAD. Offline: pip may use no index; the hook environment's dependencies come from
+    this interpreter's site-packages (PYTHONPATH), flopkb itself is built from the clone."""
+    if not (ROOT / ".git").exists():
+        pytest.skip("needs flopkb as a git checkout (to clone it)")
+    clone = tmp_path / "flopkb-clone"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True, timeout=120,
+                   env={**os.environ, "GIT_CONFIG_GLOBAL": os.devnull})  # fmt: skip
+    sha = git(clone, "rev-parse", "HEAD").strip()
+    block = readme_pre_commit_block()
+    assert block.count(URL) == 1 and block.count(SHA) == 1
+    repo = make_repo(tmp_path)
+    (repo / ".pre-commit-config.yaml").write_text(
+        block.replace(URL, str(clone)).replace(SHA, sha), encoding="utf-8"
+    )
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "hooks")
+    env = {
+        **os.environ,
+        "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"),
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "PIP_NO_INDEX": "1",
+        # pip reads "0" as: do not isolate the build (hatchling comes from site-packages too)
+        "PIP_NO_BUILD_ISOLATION": "0",
+        "PYTHONPATH": sysconfig.get_paths()["purelib"],
+    }
+
+    def pre_commit() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "pre_commit", "run"], cwd=repo, env=env,
+            capture_output=True, text=True, timeout=540,
+        )  # fmt: skip
+
+    git(repo, "rm", "-q", CITED)
+    done = pre_commit()
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Skipped" not in done.stdout and done.stdout.count("Failed") == 1
+    findings = [ln for ln in done.stdout.splitlines() if ": error: FKB" in ln]
+    # each finding once: one hook, one run
+    assert findings and len(findings) == len(set(findings))
+    assert all("FKB301" in ln and "dao-gu-2024-ssd" in ln for ln in findings)
+    git(repo, "reset", "-q", "--hard")
+    done = pre_commit()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Passed" in done.stdout

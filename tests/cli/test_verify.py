@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flopkb.cli import app
+from flopkb.extras import install_hint
 from flopkb.verify import runner
 from tests.unit.verify_fixtures import write_kb
 
@@ -74,10 +75,11 @@ def test_without_torch_one_line_names_the_kernels_extra_and_exits_2(tmp_path, ar
                           timeout=120)
     assert done.returncode == 2, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
+    # the hint installs the extra's own requirements: no package index carries flopkb
     assert lines == [
-        "flopkb: error: verify needs the kernels extra: pip install 'flopkb[kernels]' "
-        "(missing: torch)"
+        f"flopkb: error: verify needs the kernels extra (missing: torch): {install_hint('kernels')}"
     ]
+    assert "'torch>=" in lines[0] and "flopkb[" not in lines[0]
     assert done.stdout == ""
     assert list((root / "records" / "evidence").iterdir()) == []
 

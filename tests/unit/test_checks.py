@@ -51,6 +51,40 @@ def test_closest_span_finds_the_near_miss() -> None:
     )
 
 
+def test_closest_span_starts_and_ends_on_the_words_that_line_up() -> None:
+    # the case that started one word early ('is "2-8x') and stopped one short (before 'scan')
+    prose = normalise(
+        "The paper reports that SSD is \u201c2-8x faster than Mamba\u2019s fused associative "
+        "scan\u201d at state dimension 64, and 6x faster than FlashAttention-2 at 16K."
+    )
+    effect = "2-8x quicker than the fused scan"
+    assert closest_span(prose, effect) == "2-8x faster than Mamba's fused associative scan"
+    assert closest_span(prose, "6x quicker than FlashAttention-2") == (
+        "6x faster than FlashAttention-2"
+    )
+    # a leading word the prose has is kept, the punctuation around the span is not
+    assert closest_span(prose, "SSD is 2-8x faster") == 'SSD is "2-8x faster'
+    assert closest_span(prose, "wholly unrelated wording") is None
+
+
+def test_the_fkb201_hint_quotes_the_exact_span(tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    shutil.copytree(SMALL_KB, kb)
+    path = kb / "records/classes/mamba2-ssd.yaml"
+    text = path.read_text(encoding="utf-8")
+    path.write_text(
+        text.replace(
+            "effect: \"2-8x faster than Mamba's fused associative scan\"",
+            "effect: \"2-8x quicker than the fused scan\"",
+        ),
+        encoding="utf-8",
+    )
+    [finding] = [f for f in validate(kb).findings if f.rule == "FKB201"]
+    assert finding.hint == (
+        "closest span of the prose: \"2-8x faster than Mamba's fused associative scan\""
+    )
+
+
 def test_every_rule_has_a_summary_and_a_code_in_its_range() -> None:
     load_checks()
     assert CHECKS

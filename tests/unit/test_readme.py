@@ -46,6 +46,9 @@ def test_readme_rule_table_is_the_generated_one() -> None:
                        "graph-speed", "kernel-notes"}),
         ("docs/verify.md", {"calibration", "verify-run-docs", "verdicts", "plan-time"}),
         ("docs/validate.md", {"validate-table"}),
+        ("README.md", {"kb-summary"}),
+        ("docs/kb.md", {"kb-counts"}),
+        ("docs/graph.md", {"graph-status"}),
     ],
 )
 def test_figure_blocks_equal_what_the_generator_writes(document: str, blocks: set[str]) -> None:

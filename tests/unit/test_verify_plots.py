@@ -148,10 +148,11 @@ def test_every_committed_evidence_with_a_sweep_can_be_replotted(tmp_path: Path) 
     paths = sorted((bundled_root() / "records" / "evidence").glob("ev-*.yaml"))
     kb, findings = load_files(paths)
     assert not findings
-    # evidence that stored `plot: null` comes from an experiment that draws no picture (D2's
-    # bit patterns per partition are a table); every other sweep must be drawable
+    # evidence that stored `plot: null` comes from an experiment that drew no picture then; D2's
+    # bundled partitions are drawn since (partition_sim.PLOT), its committed rows too
     drawn = [ev for ev in kb.evidence.values()
              if ev.sweep and not ("plot" in ev.statistics and ev.statistics["plot"] is None)]
+    drawn += [ev for ev in kb.evidence.values() if replot._partition_rows(ev)]
     assert drawn and all(replot.spec_of(ev) is not None for ev in drawn)
     crossover = [p for p in paths if "ssd-attention-crossover" in p.name]
     written = replot.replot(crossover, tmp_path)

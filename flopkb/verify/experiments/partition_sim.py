@@ -105,7 +105,26 @@ def _bundled_rows(ctx: Context, cond: dict[str, Any], seeds: int) -> list[dict[s
                                   accelerators=", ".join(accs), parts=parts,
                                   bits=_reduction.bits_hex(out),
                                   repeat_distinct=_reduction.distinct([out, *again])))
-    return rows
+    return with_patterns(rows)
+
+
+# The picture of the bundled simulation: per input, which bit pattern each SM count's partition
+# gave (1 = the first pattern seen): a flat line is the same sum on every part.
+PLOT = {"kind": "lines", "x": "sm_count", "xlabel": "SM count whose partition is simulated",
+        "ylabel": "bit pattern of the sum (1 = first seen)", "group": "seed", "y": "pattern"}
+
+
+def with_patterns(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`rows` with `pattern`: per seed, the 1-based order in which each row's `bits` first
+    appeared (bit patterns are hex strings; the picture needs numbers)."""
+    seen: dict[Any, list[str]] = {}
+    out = []
+    for row in rows:
+        patterns = seen.setdefault(row.get("seed"), [])
+        if row.get("bits") not in patterns:
+            patterns.append(row.get("bits"))
+        out.append({**row, "pattern": patterns.index(row.get("bits")) + 1})
+    return out
 
 
 def _cub_rows(ctx: Context, cond: dict[str, Any], seeds: int) -> list[dict[str, Any]]:
@@ -143,7 +162,9 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
         rows = _cub_rows(ctx, cond, seeds)
     else:
         raise ValueError(f"no {impl!r} implementation of the reduction side")
-    return Measurement({"impl": impl, "summary": summarize(rows)}, rows, dict(cond), None)
+    # the cub rows (rotations at two levels) have no picture of their own yet
+    plot = PLOT if impl == "bundled" else None
+    return Measurement({"impl": impl, "summary": summarize(rows)}, rows, dict(cond), plot)
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
