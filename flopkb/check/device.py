@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from flopkb.check.base import CheckContext, check, rule
-from flopkb.check.units import _UNITS
 from flopkb.findings import Finding, Severity
 from flopkb.model import AcceleratorRecord, EvidenceRecord
+from flopkb.units import UNITS
 
 SPEC_VS_DEVICE = rule(
     "FKB420",
@@ -76,8 +76,8 @@ def _byte_factors(unit: str) -> list[float]:
     factors = []
     if unit == "B":
         factors.append(1.0)
-    if unit in _UNITS and _UNITS[unit][0] == "bytes":
-        factors.append(_UNITS[unit][1])
+    if unit in UNITS and UNITS[unit].dimension == "bytes":
+        factors.append(UNITS[unit].factor)
     if unit in _BINARY:
         factors.append(_BINARY[unit])
     return factors
