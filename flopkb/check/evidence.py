@@ -20,7 +20,7 @@ UNKNOWN_ACCELERATOR = rule("FKB505", Severity.error,
 CLAIM_EXPERIMENT = rule("FKB506", Severity.warning,
                         "evidence's experiment differs from the one its claim row links to")
 ROW_EXPERIMENT = rule("FKB507", Severity.error,
-                      "a claim row's verify.experiment names no bundled experiment")
+                      "a claim row's verify.experiment names no experiment (bundled or the KB's)")
 
 
 @check
@@ -46,10 +46,11 @@ def _one_evidence(ctx: CheckContext, eid: str, ev: EvidenceRecord) -> Iterator[F
             yield ctx.finding(CLAIM_EXPERIMENT, eid, ("experiment",),
                               f"experiment {ev.experiment!r} but {ev.claim} links to "
                               f"{found[1].verify.experiment!r}")
-    if not registry.experiment_exists(ev.experiment):
+    catalogue = registry.for_kb(kb.root)
+    if not catalogue.exists(ev.experiment):
         yield ctx.finding(UNKNOWN_EXPERIMENT, eid, ("experiment",),
-                          f"no bundled experiment {ev.experiment!r}",
-                          hint=f"known: {', '.join(sorted(registry.EXPERIMENTS))}")
+                          f"no experiment {ev.experiment!r} (bundled or in the KB's experiments/)",
+                          hint=f"known: {', '.join(sorted(catalogue.experiments))}")
     if not ev.kernel_hashes:
         yield ctx.finding(NO_HASHES, eid, ("kernel_hashes",),
                           "kernel_hashes is empty: the evidence cannot say what it ran")
@@ -59,21 +60,24 @@ def _one_evidence(ctx: CheckContext, eid: str, ev: EvidenceRecord) -> Iterator[F
 
 
 def _stale_and_links(ctx: CheckContext) -> Iterator[Finding]:
-    """FKB504 (stale kernels) and FKB507 (a claim row links to no bundled experiment)."""
+    """FKB504 (stale kernels) and FKB507 (a claim row links to no experiment)."""
     kb = ctx.kb
     for stale in stale_evidence(kb):
         yield ctx.finding(STALE, stale.evidence, ("kernel_hashes",),
                           f"kernel sources of {stale.experiment!r} changed since this evidence "
                           f"({stale.describe()})",
                           hint="run `flopkb verify --gpu --claim ...` again on this accelerator")
+    catalogue = registry.for_kb(kb.root)
     for rec in kb.classes.values():
         for idx, row in enumerate(rec.flop.hardware_parameters):
-            if row.verify is None or registry.experiment_exists(row.verify.experiment):
+            if row.verify is None or catalogue.exists(row.verify.experiment):
                 continue
             cid = f"{rec.id}/{row.id}"
             yield ctx.finding(
                 ROW_EXPERIMENT, rec.id,
                 ("flop", "hardware_parameters", idx, "verify", "experiment"),
-                f"{cid}: no bundled experiment {row.verify.experiment!r}",
-                hint=f"known: {', '.join(sorted(registry.EXPERIMENTS))}",
+                f"{cid}: no experiment {row.verify.experiment!r} (bundled or in the KB's "
+                "experiments/)",
+                hint=f"known: {', '.join(sorted(catalogue.experiments))}; or declare it in "
+                "experiments/ (docs/verify-your-own-claim.md)",
             )
