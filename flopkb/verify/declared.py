@@ -234,6 +234,25 @@ def _formula(text: str, axes: set[str], where: tuple) -> Iterable[tuple]:
                f"axes: {', '.join(sorted(axes)) or 'none declared'}")
 
 
+def _callable_folders(exp: Experiment) -> tuple[str, ...]:
+    """The operator folders of a declaration's callables (torch's excepted): what its evidence
+    hashes when it lists no `kernels` itself, so that editing the kernel stales the evidence."""
+    specs = [exp.hook or ""] + [inp.maker for inp in exp.inputs]
+    for side in exp.sides:
+        specs += [side.reference or ""] + [i.call or "" for i in side.implementations]
+        specs += [i.reference or "" for i in side.implementations]
+    folders = set()
+    for spec in specs:
+        module = spec.partition(":")[0]
+        if ":" not in spec and spec != exp.hook:
+            continue
+        if not module or module == "torch" or module.startswith(("torch.", "flopkb.")):
+            continue
+        parts = module.split(".")
+        folders.add(f"{parts[0]}/" if len(parts) > 1 else f"{parts[0]}.py")
+    return tuple(sorted(folders))
+
+
 def _files(folder: Path) -> tuple[list[Path], list[Finding]]:
     try:
         names = sorted(os.listdir(folder))
@@ -311,7 +330,8 @@ def _one(root: Path, path: Path, display: str, bundled: bool):
     sides = tuple(impls.Side(s.name, tuple(i.name for i in s.implementations))
                   for s in exp.sides)
     info = ExperimentInfo(
-        name=exp.id, title=exp.title, claims=tuple(exp.claims), kernels=tuple(exp.kernels),
+        name=exp.id, title=exp.title, claims=tuple(exp.claims),
+        kernels=tuple(exp.kernels) or _callable_folders(exp),
         measures=exp.measures, criterion=exp.criterion, sweep=exp.sweep,
         time_limit_s=exp.time_limit_s, needs=tuple(exp.needs), sides=sides, hook=exp.hook,
         declaration=exp, origin=root, file=display)

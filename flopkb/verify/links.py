@@ -26,6 +26,9 @@ ACCEPTS: dict[str, frozenset[str]] = {
 # absolute dimension -> the produced quantity that measures it
 BY_DIMENSION = {"flop_rate": "throughput", "byte_rate": "throughput", "token_rate": "throughput",
                 "time": "time", "bytes": "memory"}
+# the base unit of each absolute dimension (what the magnitude grammar's low/high are in)
+BASE_UNIT = {"flop_rate": "FLOP/s", "byte_rate": "B/s", "token_rate": "tokens/s", "time": "s",
+             "bytes": "B"}
 # Units a throughput declares, by dimension, with the factor to the base unit. A local table, so
 # that declarations and the hook-less runner read units without the magnitude grammar's.
 _PREFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
