@@ -23,6 +23,13 @@ ROW_EXPERIMENT = rule("FKB507", Severity.error,
                       "a claim row's verify.experiment names no experiment (bundled or the KB's)")
 
 
+def _catalogue(ctx: CheckContext) -> registry.Catalogue:
+    """The experiments this KB sees, read once per run (every evidence record asks)."""
+    if "catalogue" not in ctx.shared:
+        ctx.shared["catalogue"] = registry.for_kb(ctx.kb.root)
+    return ctx.shared["catalogue"]
+
+
 @check
 def evidence_integrity(ctx: CheckContext) -> Iterator[Finding]:
     kb = ctx.kb
@@ -46,7 +53,7 @@ def _one_evidence(ctx: CheckContext, eid: str, ev: EvidenceRecord) -> Iterator[F
             yield ctx.finding(CLAIM_EXPERIMENT, eid, ("experiment",),
                               f"experiment {ev.experiment!r} but {ev.claim} links to "
                               f"{found[1].verify.experiment!r}")
-    catalogue = registry.for_kb(kb.root)
+    catalogue = _catalogue(ctx)
     if not catalogue.exists(ev.experiment):
         yield ctx.finding(UNKNOWN_EXPERIMENT, eid, ("experiment",),
                           f"no experiment {ev.experiment!r} (bundled or in the KB's experiments/)",
@@ -67,7 +74,7 @@ def _stale_and_links(ctx: CheckContext) -> Iterator[Finding]:
                           f"kernel sources of {stale.experiment!r} changed since this evidence "
                           f"({stale.describe()})",
                           hint="run `flopkb verify --gpu --claim ...` again on this accelerator")
-    catalogue = registry.for_kb(kb.root)
+    catalogue = _catalogue(ctx)
     for rec in kb.classes.values():
         for idx, row in enumerate(rec.flop.hardware_parameters):
             if row.verify is None or catalogue.exists(row.verify.experiment):

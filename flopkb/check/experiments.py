@@ -40,7 +40,9 @@ def typed_links(ctx: CheckContext) -> Iterator[Finding]:
     """FKB527 / FKB528 for every claim row linking an experiment that exists."""
     if not _linked(ctx):
         return
-    catalogue = registry.for_kb(ctx.kb.root)
+    from flopkb.check.evidence import _catalogue
+
+    catalogue = _catalogue(ctx)
     for rec in ctx.kb.classes.values():
         yield from ctx.isolated(rec.id, _record_links(ctx, catalogue, rec))
 

@@ -111,19 +111,21 @@ _CACHE: dict[tuple[str, tuple[tuple[str, int, int], ...]], Catalogue] = {}
 
 
 def _stamp(root: Path) -> tuple[tuple[str, int, int], ...]:
-    """What a cached catalogue of `root` depends on: its declaration files' names, sizes, times."""
-    folder = root / EXPERIMENTS_FOLDER
-    try:
-        entries = sorted(os.scandir(folder), key=lambda e: e.name)
-    except OSError:
-        return ()
-    out = []
-    for entry in entries[:2048]:
+    """What a cached catalogue of `root` depends on: the names, sizes and times of its
+    declaration files and of the Python files below its kernels/ (callables and hooks resolve
+    there), bounded."""
+    out: list[tuple[str, int, int]] = []
+    for folder, pattern in ((root / EXPERIMENTS_FOLDER, "*"), (root / "kernels", "**/*.py")):
         try:
-            st = entry.stat(follow_symlinks=False)
+            paths = sorted(folder.glob(pattern))[:4096]
         except OSError:
             continue
-        out.append((entry.name, st.st_size, st.st_mtime_ns))
+        for path in paths:
+            try:
+                st = path.lstat()
+            except OSError:
+                continue
+            out.append((str(path), st.st_size, st.st_mtime_ns))
     return tuple(out)
 
 

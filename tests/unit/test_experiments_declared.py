@@ -243,3 +243,43 @@ def test_links_module_reads_absolute_magnitudes_by_dimension() -> None:
     bandwidth = SimpleNamespace(text="3.35 TB/s", kind="absolute", dimension="byte_rate")
     assert links.magnitude_mismatch(decl, rate) is None
     assert "byte rate" in (links.magnitude_mismatch(decl, bandwidth) or "")
+
+
+# ----- what a run on a KB sees -----
+
+
+def test_a_run_on_a_kb_sees_its_own_experiments_and_runs_no_unlinked_bundled_one(
+        tmp_path: Path) -> None:
+    from flopkb.kb import load_kb
+    from flopkb.verify import runner
+
+    root = _kb(tmp_path)
+    kb, _ = load_kb(root)
+    jobs, broken = runner.plan(kb)
+    assert [j.experiment for j in jobs] == ["rmsnorm-fused-vs-unfused"] and not broken
+    # 17 bundled experiments are linked by no claim of this KB: none is checked or reported
+    assert runner.unlinked(kb) == []
+    _declare(root, "spare", {k: v for k, v in GOOD.items() if k != "id"})
+    kb, _ = load_kb(root)
+    assert runner.unlinked(kb) == ["spare"]
+    bundled_kb, _ = load_kb(bundled_root())
+    assert runner.unlinked(bundled_kb) == [
+        n for n in registry.EXPERIMENTS if n != "calibration" and n not in
+        {r.verify.experiment for _, _, r in bundled_kb.claims() if r.verify}]
+
+
+def test_a_kb_hook_is_a_module_below_its_kernels(tmp_path: Path) -> None:
+    from flopkb.verify import runner
+
+    root = _kb(tmp_path)
+    hook = root / "kernels" / "rmsnorm" / "hook.py"
+    hook.write_text("DEFAULTS = {}\n\n\ndef cpu_check(ctx):\n    ctx.notes.append('ran')\n\n\n"
+                    "def measure(ctx, cond):\n    raise NotImplementedError\n\n\n"
+                    "def judge(m, mag, cond):\n    raise NotImplementedError\n")
+    _declare(root, "hooked", {"title": "t", "measures": "m", "criterion": "c",
+                              "hook": "rmsnorm.hook", "produces": ["time_ratio"]})
+    assert not {"FKB521", "FKB525"} & set(_codes(root))
+    module = runner.experiment_module("hooked", root)
+    assert module.__file__ == str(hook) and callable(module.cpu_check)
+    hook.write_text("DEFAULTS = {}\n")
+    assert "FKB521" in _codes(root)
