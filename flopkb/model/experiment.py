@@ -15,7 +15,7 @@ no such operator folder. Nothing here imports torch.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints, field_validator
 
@@ -68,7 +68,8 @@ class Side(Strict):
     """One side of the comparison: its implementations (default first)."""
 
     name: Name
-    implementations: list[Implementation] = Field(min_length=1, max_length=16)
+    # a bare name is shorthand for {name: ...}; the schema says both (see _bare_names)
+    implementations: list[Implementation | Name] = Field(min_length=1, max_length=16)
     reference: Callable | None = Field(default=None,
                                        description="correctness reference of every implementation")
     classes: list[RecordId] = Field(
@@ -78,12 +79,10 @@ class Side(Strict):
     flops: str | None = Field(default=None, description="FLOPs per call, over the axis names")
     bytes: str | None = Field(default=None, description="bytes moved per call, over the axes")
 
-    @field_validator("implementations", mode="before")
+    @field_validator("implementations", mode="after")
     @classmethod
-    def _bare_names(cls, value: Any) -> Any:
-        if isinstance(value, list):
-            return [{"name": v} if isinstance(v, str) else v for v in value]
-        return value
+    def _bare_names(cls, value: list[Implementation | str]) -> list[Implementation]:
+        return [Implementation(name=v) if isinstance(v, str) else v for v in value]
 
 
 class Input(Strict):
@@ -155,17 +154,14 @@ class Experiment(Strict):
     cpu_point: dict[Identifier, Scalar] = Field(
         default_factory=dict, description="small sizes for the CPU correctness check"
     )
-    produces: list[Produced] = Field(default_factory=list, max_length=8)
+    # a bare quantity name is shorthand for {quantity: ...}
+    produces: list[Produced | Quantity] = Field(default_factory=list, max_length=8)
     qualitative: Qualitative | None = None
 
-    @field_validator("produces", mode="before")
+    @field_validator("produces", mode="after")
     @classmethod
-    def _bare_quantities(cls, value: Any) -> Any:
-        if isinstance(value, (str, dict)):
-            value = [value]
-        if isinstance(value, list):
-            return [{"quantity": v} if isinstance(v, str) else v for v in value]
-        return value
+    def _bare_quantities(cls, value: list[Produced | str]) -> list[Produced]:
+        return [Produced(quantity=v) if isinstance(v, str) else v for v in value]
 
     @field_validator("axes")
     @classmethod

@@ -110,3 +110,17 @@ def subject_mismatch(decl: Any, record_id: str, subject: str | None) -> str | No
         return None
     about = ", ".join(sorted(classes)) or "no class"
     return f"the claim is about {record_id!r}; the experiment's sides stand for {about}"
+
+
+def link_problem(decl: Any, record_id: str, subject: str | None, mag: Any) -> str | None:
+    """Why a claim row cannot be judged by the experiment it links (FKB527 or FKB528's reason),
+    or None; `mag` None (it did not parse) skips the magnitude's part."""
+    if decl is None:
+        return None
+    why = magnitude_mismatch(decl, mag) if mag is not None else None
+    if why:
+        return f"the experiment cannot judge this magnitude (FKB527): {why}"
+    why = subject_mismatch(decl, record_id, subject)
+    if why:
+        return f"the experiment does not measure this claim (FKB528): {why}"
+    return None

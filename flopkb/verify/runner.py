@@ -27,7 +27,7 @@ from flopkb.model import (
 )
 from flopkb.model.base import CURRENT_SCHEMA_VERSION
 from flopkb.verify import evidence as ev_io
-from flopkb.verify import impls, registry
+from flopkb.verify import impls, links, registry
 from flopkb.verify.hashing import current_hashes
 
 T = TypeVar("T")
@@ -128,6 +128,12 @@ def plan(kb, claim: str | None = None, record: str | None = None) -> tuple[list[
             mag, err = parse_magnitude(row.magnitude), None
         except MagnitudeError as exc:
             mag, err = None, str(exc)
+        # a mistyped link is never judged by whatever its experiment happens to measure
+        mistyped = links.link_problem(known.get(name).declaration, rec.id, row.verify.subject,
+                                      mag)
+        if mistyped:
+            broken.append(Result(cid, name, "error", reason=mistyped))
+            continue
         jobs.setdefault(name, Job(name)).targets.append(Target(cid, rec, row, mag, err))
     ordered = [jobs[name] for name in known.experiments if name in jobs]
     return ordered, broken

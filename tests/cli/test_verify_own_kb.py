@@ -63,7 +63,7 @@ def test_a_kernel_that_disagrees_with_its_reference_fails_the_plan(repo: Path) -
     code, payload = _plan([])
     assert code == 1
     (row,) = [r for r in payload["results"] if r["claim"] == CLAIM]
-    assert [c["ok"] for c in row["cpu_check"]][0] is False
+    assert row["cpu_check"][0]["ok"] is False
 
 
 def test_a_claim_with_nothing_runnable_says_why_in_one_line(repo: Path) -> None:
@@ -75,3 +75,19 @@ def test_a_claim_with_nothing_runnable_says_why_in_one_line(repo: Path) -> None:
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and CLAIM in lines[0] and "links no experiment" in lines[0]
     assert result.stdout.strip() == ""
+
+
+def test_a_mistyped_link_is_refused_not_judged_by_another_experiment(repo: Path) -> None:
+    cls = repo / "records" / "classes" / "fused-rmsnorm.yaml"
+    cls.write_text(cls.read_text().replace("experiment: rmsnorm-fused-vs-unfused",
+                                           "experiment: ssd-vs-scan"))
+    code, payload = _plan([])
+    assert code == 1
+    (row,) = [r for r in payload["results"] if r["claim"] == CLAIM]
+    assert row["verdict"] == "error" and "FKB528" in row["reason"]
+    # the SSD experiment was not run for the RMSNorm claim; the KB's own experiment, now linked
+    # by nothing, is still checked (it is the KB's), with no claim
+    assert "cpu_check" not in row
+    assert [(r["claim"], r["experiment"]) for r in payload["results"]
+            if r["experiment"] != "calibration"] == [(CLAIM, "ssd-vs-scan"),
+                                                     (None, "rmsnorm-fused-vs-unfused")]

@@ -218,3 +218,6 @@ def test_the_example_claim_runs_end_to_end_with_fake_timings(tmp_path: Path) -> 
                                      "rmsnorm/reference.py"}
     assert {c["kernel"].split(" ")[0] for c in ev.correctness} == {"fused.triton",
                                                                    "unfused.torch"}
+    # its picture beside it, like the bundled experiments'
+    assert "plot_error" not in ev.statistics
+    assert ev.artifacts == [f"{ev.id}.png"] and (out / ev.artifacts[0]).is_file()

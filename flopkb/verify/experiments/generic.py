@@ -146,7 +146,7 @@ class DeclaredExperiment:
                 rows.append(self._state(ctx, state))
         if not rows:
             raise ExperimentError("no sweep state could be measured")
-        return Measurement({"primary": rows[0]}, rows, dict(cond), self._plot())
+        return Measurement({"primary": rows[0]}, rows, dict(cond), self._plot(rows[0]))
 
     def _state(self, ctx: Context, state: dict[str, Any]) -> dict[str, Any]:
         args = self._inputs(state, ctx.device)
@@ -161,6 +161,7 @@ class DeclaredExperiment:
             t = ctx.time(f"{side.name} {label}", fn, [args], flops=flops, nbytes=nbytes, **state)
             timings[side.name] = t
             row[f"{side.name}_ms"] = t.median_ms
+            row[f"{side.name}_p10_ms"], row[f"{side.name}_p90_ms"] = t.p10_ms, t.p90_ms
             if ctx.ceilings is not None and (flops or nbytes):
                 row[f"{side.name}_floor_ms"] = ctx.ceilings.floor_ms(flops, nbytes)
         for prod in self.decl.produces:
@@ -191,12 +192,16 @@ class DeclaredExperiment:
             return Interval(floor / t.median_ms, floor / t.p90_ms, floor / t.p10_ms)
         return None
 
-    def _plot(self) -> dict[str, Any] | None:
+    def _plot(self, point: dict[str, Any]) -> dict[str, Any] | None:
+        """Each side's time along one axis (the crossover's, else the first) through the
+        claim's point, the other axes held at the point."""
         if not self.decl.axes:
             return None
-        x = next(iter(self.decl.axes))
+        crossing = [p.axis for p in self.decl.produces if p.quantity == "crossover" and p.axis]
+        x = crossing[0] if crossing else next(iter(self.decl.axes))
         return {"kind": "lines", "x": x, "xlabel": x, "ylabel": "time (ms)",
-                "series": {s.name: f"{s.name}_ms" for s in self.decl.sides}, "logy": True}
+                "series": {s.name: f"{s.name}_ms" for s in self.decl.sides}, "logy": True,
+                "filter": {k: point[k] for k in self.decl.axes if k != x}}
 
     def judge(self, m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
         return judge_declared(self.decl, m, mag)
