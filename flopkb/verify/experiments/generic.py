@@ -91,9 +91,9 @@ class DeclaredExperiment:
                     # away from zero: a positive input that may divide or take a log
                     base = base.abs() + 0.1
             return (base * inp.scale).to(dtype)
-        high = max(2, int(inp.scale)) if inp.scale >= 2 else 128
-        low = 1 if inp.distribution == "positive" else -high
-        return torch.randint(low, high, shape, generator=gen, device=device, dtype=dtype)
+        # integers: uniform in [-128, 128), or [1, 128) when positive (int8's range)
+        low = 1 if inp.distribution == "positive" else -128
+        return torch.randint(low, 128, shape, generator=gen, device=device, dtype=dtype)
 
     def _impl(self, side: Side, name: str) -> Implementation:
         for imp in side.implementations:
