@@ -93,9 +93,11 @@ def hook_problem(root: Path | None, hook: str) -> str | None:
     if module.startswith(BUNDLED_HOOKS):
         import importlib.util
 
-        if importlib.util.find_spec(module) is None:
-            return f"flopkb has no module {module}"
-        return None
+        try:
+            found = importlib.util.find_spec(module)
+        except ImportError:
+            found = None
+        return None if found is not None else f"flopkb has no module {module}"
     if module.startswith("flopkb.") or module == "torch" or module.startswith("torch."):
         return f"a hook is a module of {BUNDLED_HOOKS.rstrip('.')} or below the KB's kernels/"
     path, _, _ = callable_path(root, f"{module}:{attr or 'measure'}")
