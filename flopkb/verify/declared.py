@@ -58,12 +58,21 @@ def callable_path(root: Path | None, spec: str) -> tuple[Path | None, str, str]:
     return folder.joinpath(*parts[:-1]) / f"{parts[-1]}.py", module, function
 
 
-def _defines(path: Path, name: str) -> str | None:
+def _root_of(root: Path | None, module: str) -> Path | None:
+    from flopkb.verify.hashing import kernels_root
+
+    return kernels_root(root, module.split(".")[0])
+
+
+def _defines(path: Path, name: str, folder: Path | None = None) -> str | None:
     """None when `path` defines `name` at top level (def, class, assignment, import); else why
     not. The source is parsed, never run."""
     try:
         if not path.is_file():
             return f"no file {path.name} there"
+        # a kernels/ entry linked out of its folder is never read (nothing outside the KB is)
+        if folder is not None and not path.resolve().is_relative_to(folder.resolve()):
+            return f"{path.name} resolves outside the kernels/ folder it is in"
         if path.stat().st_size > MAX_SOURCE_BYTES:
             return f"{path.name} is larger than {MAX_SOURCE_BYTES} bytes"
         tree = ast.parse(path.read_bytes(), filename=path.name)
@@ -104,8 +113,9 @@ def hook_problem(root: Path | None, hook: str) -> str | None:
     assert path is not None
     if not path.is_file():
         return f"no module {module} below kernels/ ({path.name} not found)"
+    folder = kernels_dir(_root_of(root, module))
     for name in ([attr] if attr else ["cpu_check", "measure", "judge"]):
-        why = _defines(path, name)
+        why = _defines(path, name, folder)
         if why:
             return why
     return None
@@ -217,7 +227,7 @@ def _callable(root: Path | None, spec: str, where: tuple) -> Iterable[tuple]:
     path, module, function = callable_path(root, spec)
     if path is None:
         return
-    why = _defines(path, function)
+    why = _defines(path, function, kernels_dir(_root_of(root, module)))
     if why:
         yield ("FKB523", where, f"{spec!r}: {why}",
                f"{module} is kernels/{module.replace('.', '/')}.py of the KB (or the bundled "

@@ -283,3 +283,16 @@ def test_a_kb_hook_is_a_module_below_its_kernels(tmp_path: Path) -> None:
     assert module.__file__ == str(hook) and callable(module.cpu_check)
     hook.write_text("DEFAULTS = {}\n")
     assert "FKB521" in _codes(root)
+
+
+def test_a_callable_linked_out_of_the_kb_is_never_read(tmp_path: Path) -> None:
+    root = _kb(tmp_path)
+    outside = tmp_path / "outside.py"
+    outside.write_text("def secret():\n    pass\n")
+    (root / "kernels" / "rmsnorm" / "leak.py").symlink_to(outside)
+    body = {k: v for k, v in GOOD.items() if k != "id"}
+    body["sides"] = [{**GOOD["sides"][0], "implementations": [
+        {"name": "triton", "call": "rmsnorm.leak:secret"}]}, GOOD["sides"][1]]
+    _declare(root, "leaky", body)
+    (f,) = _codes(root)["FKB523"]
+    assert "leak.py resolves outside the kernels/ folder" in f.message
