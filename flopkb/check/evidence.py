@@ -74,10 +74,13 @@ def _stale_and_links(ctx: CheckContext) -> Iterator[Finding]:
                           f"kernel sources of {stale.experiment!r} changed since this evidence "
                           f"({stale.describe()})",
                           hint="run `flopkb verify --gpu --claim ...` again on this accelerator")
-    catalogue = _catalogue(ctx)
     for rec in kb.classes.values():
         for idx, row in enumerate(rec.flop.hardware_parameters):
-            if row.verify is None or catalogue.exists(row.verify.experiment):
+            # the catalogue is read at the first link (a KB without links never reads it)
+            if row.verify is None:
+                continue
+            catalogue = _catalogue(ctx)
+            if catalogue.exists(row.verify.experiment):
                 continue
             cid = f"{rec.id}/{row.id}"
             yield ctx.finding(

@@ -30,9 +30,13 @@ def _linked(ctx: CheckContext) -> bool:
 @check
 def experiment_declarations(ctx: CheckContext) -> Iterator[Finding]:
     """The findings of reading and checking the KB's own `experiments/` declarations."""
-    if ctx.kb.root is None:
+    root = ctx.kb.root
+    # a KB without experiments/ declares nothing: the bundled catalogue is not even read
+    if root is None or not (root / registry.EXPERIMENTS_FOLDER).is_dir():
         return
-    yield from registry.for_kb(ctx.kb.root).findings
+    from flopkb.check.evidence import _catalogue
+
+    yield from _catalogue(ctx).findings
 
 
 @check
