@@ -230,9 +230,13 @@ def _claimed(mag: Any) -> tuple[float | None, float | None]:
     figures = tuple(getattr(mag, "figures", ()) or ())
     low, high = mag.low, mag.high
     scale = 1.0
-    if figures and low:
-        quoted = float(figures[0])
-        scale = low / quoted if quoted else 1.0
+    try:
+        quoted = float(figures[0].replace(",", "")) if figures else 0.0
+    except ValueError:
+        # a figure this reading cannot place: no half-unit of rounding, only the tolerance
+        quoted, figures = 0.0, ()
+    if quoted and low:
+        scale = low / quoted
     lo, hi = stats.claimed_interval(None if low is None else low / scale,
                                     None if high is None else high / scale, mag.bound, figures)
     return (None if lo is None else lo * scale, None if hi is None else hi * scale)
