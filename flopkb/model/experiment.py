@@ -46,6 +46,8 @@ Quantity = Literal[
 ]
 Dtype = Literal["float64", "float32", "float16", "bfloat16", "int64", "int32", "int8"]
 Distribution = Literal["normal", "uniform", "positive", "ones"]
+# sweep states (the cartesian product of the axes) one declaration may ask for
+MAX_STATES = 4096
 # what the declaration-only (hook-less) runner computes; the rest need a hook
 GENERIC_QUANTITIES = frozenset({"time_ratio", "throughput", "time", "crossover",
                                 "roofline_fraction"})
@@ -165,10 +167,15 @@ class Experiment(Strict):
 
     @field_validator("axes")
     @classmethod
-    def _axes_not_empty(cls, value: dict[str, list[Scalar]]) -> dict[str, list[Scalar]]:
+    def _axes_bounded(cls, value: dict[str, list[Scalar]]) -> dict[str, list[Scalar]]:
+        states = 1
         for name, values in value.items():
             if not values:
                 raise ValueError(f"axis {name!r} has no values")
             if len(values) > 64:
                 raise ValueError(f"axis {name!r} has {len(values)} values; at most 64")
+            states *= len(values)
+        # the sweep is the cartesian product: bounded before anything enumerates it
+        if states > MAX_STATES:
+            raise ValueError(f"the axes make {states} sweep states; at most {MAX_STATES}")
         return value

@@ -145,6 +145,7 @@ def test_the_example_kb_validates_clean() -> None:
     ({"hook": "nowhere.hook"}, "FKB521", "nowhere"),
     ({"hook": "os.path"}, "FKB521", "os.path"),
     ({"sweeps": "typo"}, "FKB122", "sweeps"),
+    ({"axes": {f"a{i}": list(range(8)) for i in range(5)}}, "FKB121", "32768 sweep states"),
 ])
 def test_a_broken_declaration_is_a_located_finding(tmp_path: Path, change: dict, code: str,
                                                    where: str) -> None:
