@@ -7,6 +7,7 @@ that a KB given with `--kb` can carry kernels of its own. Importing this module 
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import sys
@@ -25,24 +26,52 @@ def kernels_dir(kb_root: Path | None = None) -> Path:
     return (kb_root or bundled_root()) / "kernels"
 
 
+def package_name(folder: Path) -> str:
+    """The import name of a kernels folder: `flopkb_kernels` for the bundled one, a name of its
+    own for any other KB's (`flopkb_kernels_kb_<digest>`), so that a run using a KB's own
+    operator beside a bundled one imports both without one replacing the other."""
+    if folder.resolve() == kernels_dir().resolve():
+        return PACKAGE_NAME
+    digest = hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:12]
+    return f"{PACKAGE_NAME}_kb_{digest}"
+
+
 def load_kernels(kb_root: Path | None = None) -> ModuleType:
-    """Import `kernels/` as package `flopkb_kernels` (once per process) and return it."""
-    loaded = sys.modules.get(PACKAGE_NAME)
+    """Import `kernels/` as a package (once per process per folder) and return it.
+
+    A KB's kernels folder needs no `__init__.py`: without one it is imported as a bare package
+    whose modules are its files and operator folders."""
     folder = kernels_dir(kb_root)
-    if loaded is not None and Path(loaded.__file__).parent == folder:
+    name = package_name(folder)
+    loaded = sys.modules.get(name)
+    if loaded is not None:
         return loaded
-    spec = importlib.util.spec_from_file_location(
-        PACKAGE_NAME, folder / "__init__.py", submodule_search_locations=[str(folder)]
-    )
-    if spec is None or spec.loader is None:
+    init = folder / "__init__.py"
+    if init.is_file():
+        spec = importlib.util.spec_from_file_location(
+            name, init, submodule_search_locations=[str(folder)]
+        )
+    else:
+        spec = importlib.util.spec_from_loader(name, loader=None, is_package=True)
+        if spec is not None:
+            spec.submodule_search_locations = [str(folder)]
+    if spec is None or not folder.is_dir():
         raise ImportError(f"expected a kernels package at {folder}, found none")
     module = importlib.util.module_from_spec(spec)
-    sys.modules[PACKAGE_NAME] = module
-    spec.loader.exec_module(module)
+    sys.modules[name] = module
+    if spec.loader is not None:
+        spec.loader.exec_module(module)
     return module
 
 
 def load_op(op: str, module: str, kb_root: Path | None = None) -> ModuleType:
     """Import `kernels/<op>/<module>.py`, e.g. `load_op("ssd", "chunked")`."""
-    load_kernels(kb_root)
-    return importlib.import_module(f"{PACKAGE_NAME}.{op}.{module}")
+    package = load_kernels(kb_root)
+    return importlib.import_module(f"{package.__name__}.{op}.{module}")
+
+
+def load_module(dotted: str, kb_root: Path | None = None) -> ModuleType:
+    """Import `kernels/<a>/<b>.py` for `dotted` "a.b" (any depth) of the kernels below
+    `kb_root` (the bundled ones when None)."""
+    package = load_kernels(kb_root)
+    return importlib.import_module(f"{package.__name__}.{dotted}")

@@ -1,7 +1,8 @@
 """JSON Schema (draft 2020-12) of the record models, for editors and for other validators.
 
 `schema/record.schema.json` accepts any record (one of the kinds, told apart by `kind`);
-`schema/<kind>.schema.json` holds one kind each. The committed files must equal what
+`schema/<kind>.schema.json` holds one kind each; `schema/experiment.schema.json` an experiment
+declaration (a KB's `experiments/*.yaml`). The committed files must equal what
 `generate()` returns (a test says so); `flopkb schema export` rewrites them.
 
 The schema says what the validator says (a test runs a corpus through both):
@@ -26,6 +27,7 @@ from flopkb.model import (
     MODEL_BY_KIND,
     ClassRecord,
 )
+from flopkb.model.experiment import Experiment
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -107,6 +109,10 @@ def generate() -> dict[str, str]:
     out["record.schema.json"] = _finish(_union(), "flopkb record (any kind)")
     for name, model in PER_KIND.items():
         out[f"{name}.schema.json"] = _finish(_kind_schema(model), f"flopkb {name} record")
+    # experiment declarations live in experiments/, not records/: a schema of their own
+    out["experiment.schema.json"] = _finish(
+        Experiment.model_json_schema(mode="validation"), "flopkb experiment declaration"
+    )
     return {
         name: json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
         for name, schema in out.items()

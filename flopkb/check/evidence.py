@@ -20,7 +20,14 @@ UNKNOWN_ACCELERATOR = rule("FKB505", Severity.error,
 CLAIM_EXPERIMENT = rule("FKB506", Severity.warning,
                         "evidence's experiment differs from the one its claim row links to")
 ROW_EXPERIMENT = rule("FKB507", Severity.error,
-                      "a claim row's verify.experiment names no bundled experiment")
+                      "a claim row's verify.experiment names no experiment (bundled or the KB's)")
+
+
+def _catalogue(ctx: CheckContext) -> registry.Catalogue:
+    """The experiments this KB sees, read once per run (every evidence record asks)."""
+    if "catalogue" not in ctx.shared:
+        ctx.shared["catalogue"] = registry.for_kb(ctx.kb.root)
+    return ctx.shared["catalogue"]
 
 
 @check
@@ -46,10 +53,11 @@ def _one_evidence(ctx: CheckContext, eid: str, ev: EvidenceRecord) -> Iterator[F
             yield ctx.finding(CLAIM_EXPERIMENT, eid, ("experiment",),
                               f"experiment {ev.experiment!r} but {ev.claim} links to "
                               f"{found[1].verify.experiment!r}")
-    if not registry.experiment_exists(ev.experiment):
+    catalogue = _catalogue(ctx)
+    if not catalogue.exists(ev.experiment):
         yield ctx.finding(UNKNOWN_EXPERIMENT, eid, ("experiment",),
-                          f"no bundled experiment {ev.experiment!r}",
-                          hint=f"known: {', '.join(sorted(registry.EXPERIMENTS))}")
+                          f"no experiment {ev.experiment!r} (bundled or in the KB's experiments/)",
+                          hint=f"known: {', '.join(sorted(catalogue.experiments))}")
     if not ev.kernel_hashes:
         yield ctx.finding(NO_HASHES, eid, ("kernel_hashes",),
                           "kernel_hashes is empty: the evidence cannot say what it ran")
@@ -59,7 +67,7 @@ def _one_evidence(ctx: CheckContext, eid: str, ev: EvidenceRecord) -> Iterator[F
 
 
 def _stale_and_links(ctx: CheckContext) -> Iterator[Finding]:
-    """FKB504 (stale kernels) and FKB507 (a claim row links to no bundled experiment)."""
+    """FKB504 (stale kernels) and FKB507 (a claim row links to no experiment)."""
     kb = ctx.kb
     for stale in stale_evidence(kb):
         yield ctx.finding(STALE, stale.evidence, ("kernel_hashes",),
@@ -68,12 +76,18 @@ def _stale_and_links(ctx: CheckContext) -> Iterator[Finding]:
                           hint="run `flopkb verify --gpu --claim ...` again on this accelerator")
     for rec in kb.classes.values():
         for idx, row in enumerate(rec.flop.hardware_parameters):
-            if row.verify is None or registry.experiment_exists(row.verify.experiment):
+            # the catalogue is read at the first link (a KB without links never reads it)
+            if row.verify is None:
+                continue
+            catalogue = _catalogue(ctx)
+            if catalogue.exists(row.verify.experiment):
                 continue
             cid = f"{rec.id}/{row.id}"
             yield ctx.finding(
                 ROW_EXPERIMENT, rec.id,
                 ("flop", "hardware_parameters", idx, "verify", "experiment"),
-                f"{cid}: no bundled experiment {row.verify.experiment!r}",
-                hint=f"known: {', '.join(sorted(registry.EXPERIMENTS))}",
+                f"{cid}: no experiment {row.verify.experiment!r} (bundled or in the KB's "
+                "experiments/)",
+                hint=f"known: {', '.join(sorted(catalogue.experiments))}; or declare it in "
+                "experiments/ (docs/verify-your-own-claim.md)",
             )

@@ -1,4 +1,4 @@
-"""`flopkb verify`: run the bundled experiments behind the KB's claims and write evidence."""
+"""`flopkb verify`: run the experiments behind the claims of the KB found and write evidence."""
 
 from __future__ import annotations
 
@@ -153,6 +153,14 @@ def verify(
     if record is not None and record not in kb.classes:
         fail(f"no class record {record!r} in the KB at {root}")
     jobs, broken = runner.plan(kb, claim=claim, record=record)
+    if claim is not None and not jobs:
+        # nothing of this claim can run: say why in one line, run nothing (not even calibration)
+        payload = {"machine": None, "results": [r.as_dict() for r in broken], "duration_s": 0.0}
+        if fmt is OutputFormat.json:
+            emit_json(payload)
+        else:
+            err_console.print(f"flopkb: {broken[0].reason}", markup=False, highlight=False)
+        raise typer.Exit(1)
     command = " ".join(["flopkb", *sys.argv[1:]]) if sys.argv else "flopkb verify"
     started = time.monotonic()
     show = fmt is OutputFormat.text

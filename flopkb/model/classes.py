@@ -11,6 +11,7 @@ from flopkb.model.base import Kind, NonEmpty, RecordBase, RecordId, SourceRef, S
 
 Scalar = str | int | float | bool
 RowId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=80)]
+SideName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]*$", max_length=80)]
 
 
 class Basis(str, Enum):
@@ -23,9 +24,14 @@ class Basis(str, Enum):
 
 
 class VerifyLink(Strict):
-    """Links a claim to a bundled experiment of `flopkb verify`."""
+    """Links a claim to an experiment of `flopkb verify` (bundled, or the KB's `experiments/`)."""
 
     experiment: RecordId
+    subject: SideName | None = Field(
+        default=None,
+        description="the experiment's side that stands for this claim's class, where the class "
+        "is none of the classes its sides declare",
+    )
 
 
 class ArchitectureValue(str, Enum):

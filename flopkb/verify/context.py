@@ -161,11 +161,11 @@ class Context:
             )
 
     def load(self, op: str, module: str) -> ModuleType:
-        """`kernels/<op>/<module>.py` of the KB (the bundled kernels when the KB has none)."""
+        """`kernels/<op>/<module>.py` of the KB (the bundled one when the KB has no `op`)."""
         from flopkb.kernelpkg import load_op
         from flopkb.verify.hashing import kernels_root
 
-        return load_op(op, module, kernels_root(self.kb_root))
+        return load_op(op, module, kernels_root(self.kb_root, op))
 
     def check(self, label: str, out: Any, ref: Any, *, tol: float | None = None,
               exact: bool = False) -> float:

@@ -28,34 +28,45 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def kernels_root(kb_root: Path | None) -> Path | None:
-    """The KB root whose kernels/ an experiment runs: the KB's own, else the bundled one."""
-    if kb_root is not None and kernels_dir(kb_root).is_dir():
+def kernels_root(kb_root: Path | None, entry: str | None = None) -> Path | None:
+    """The KB root whose kernels/ holds `entry` (a path below kernels/, or an operator name):
+    the KB's own when its kernels/ has that operator folder (or top-level file), else the
+    bundled one. Without `entry`: the KB's own whenever it has a kernels/ folder at all.
+
+    One rule for every experiment, bundled or declared by the KB: an operator folder of the KB
+    stands in for the bundled one of the same name, and a KB without it runs the bundled one.
+    """
+    if kb_root is None or not kernels_dir(kb_root).is_dir():
+        return None
+    if entry is None:
+        return kb_root
+    head = entry.strip("/").split("/", 1)[0]
+    folder = kernels_dir(kb_root)
+    if (folder / head).exists() or (folder / f"{head}.py").is_file():
         return kb_root
     return None
 
 
-def kernel_files(kb_root: Path | None, experiment: str) -> list[str]:
-    """The kernel source files of `experiment`, relative to kernels/, sorted.
+def kernel_files(kb_root: Path | None, experiment: str) -> list[tuple[str, Path]]:
+    """The kernel source files of `experiment` as (path relative to kernels/, file), sorted.
 
-    A registry entry ending in "/" expands to every kernel source (SOURCE_SUFFIXES) below that
-    folder; an entry naming a
-    missing file is kept, so its absence shows as MISSING in the hashes.
+    An entry ending in "/" expands to every kernel source (SOURCE_SUFFIXES) below that folder;
+    an entry naming a missing file is kept, so its absence shows as MISSING in the hashes.
+    Each entry is looked up in the KB's kernels/ or the bundled ones (`kernels_root`).
     """
-    folder = kernels_dir(kernels_root(kb_root))
-    files: set[str] = set()
-    for entry in registry.get(experiment).kernels:
+    files: dict[str, Path] = {}
+    for entry in registry.for_kb(kb_root).get(experiment).kernels:
+        folder = kernels_dir(kernels_root(kb_root, entry))
         if entry.endswith("/"):
             base = folder / entry
             if base.is_dir():
-                files.update(
-                    p.relative_to(folder).as_posix() for p in base.rglob("*")
-                    if p.suffix in SOURCE_SUFFIXES and p.is_file()
-                    and "__pycache__" not in p.parts
-                )
+                for p in base.rglob("*"):
+                    if (p.suffix in SOURCE_SUFFIXES and p.is_file()
+                            and "__pycache__" not in p.parts):
+                        files[p.relative_to(folder).as_posix()] = p
         else:
-            files.add(entry)
-    return sorted(files)
+            files[entry] = folder / entry
+    return sorted(files.items())
 
 
 def current_hashes(
@@ -66,11 +77,9 @@ def current_hashes(
     `memo` (path -> digest) lets a caller that hashes many experiments read each file once:
     most share folders such as ssd/.
     """
-    folder = kernels_dir(kernels_root(kb_root))
     memo = {} if memo is None else memo
     hashes: dict[str, str] = {}
-    for rel in kernel_files(kb_root, experiment):
-        path = folder / rel
+    for rel, path in kernel_files(kb_root, experiment):
         if path not in memo:
             memo[path] = sha256_file(path) if path.is_file() else MISSING
         hashes[rel] = memo[path]
@@ -121,7 +130,7 @@ def stale_evidence(kb) -> list[Staleness]:
     for eid, ev in sorted(kb.evidence.items()):
         if eid not in current:
             continue
-        if not registry.experiment_exists(ev.experiment):
+        if not registry.for_kb(kb.root).exists(ev.experiment):
             continue
         if ev.experiment not in cache:
             cache[ev.experiment] = current_hashes(kb.root, ev.experiment, digests)

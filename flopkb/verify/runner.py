@@ -27,7 +27,7 @@ from flopkb.model import (
 )
 from flopkb.model.base import CURRENT_SCHEMA_VERSION
 from flopkb.verify import evidence as ev_io
-from flopkb.verify import impls, registry
+from flopkb.verify import impls, links, registry
 from flopkb.verify.hashing import current_hashes
 
 T = TypeVar("T")
@@ -97,39 +97,75 @@ def shard(items: Sequence[T], rank: int, world: int) -> list[T]:
     return [item for i, item in enumerate(items) if i % world == rank]
 
 
+def catalogue(kb_root: Path | None) -> registry.Catalogue:
+    """The experiments a run on the KB at `kb_root` sees (bundled, then the KB's own)."""
+    return registry.for_kb(kb_root)
+
+
 def plan(kb, claim: str | None = None, record: str | None = None) -> tuple[list[Job], list[Result]]:
-    """Jobs (one per experiment, in registry order, with the claims linking to it) and results
-    for links that cannot run (unknown experiment). `claim` / `record` narrow the selection."""
+    """Jobs (one per experiment, in catalogue order, with the claims of this KB linking to it)
+    and results for what cannot run (an unknown experiment; with `claim`, a claim that links
+    none). `claim` / `record` narrow the selection."""
+    known = catalogue(kb.root)
     jobs: dict[str, Job] = {}
     broken: list[Result] = []
     for cid, rec, row in kb.claims():
-        if row.verify is None:
-            continue
         if claim is not None and cid != claim:
             continue
         if record is not None and rec.id != record:
             continue
+        if row.verify is None:
+            if claim is not None:
+                broken.append(Result(cid, "-", "not-run", reason=(
+                    f"{cid} links no experiment (no `verify:` in its row): nothing to run")))
+            continue
         name = row.verify.experiment
-        if not registry.experiment_exists(name):
-            broken.append(Result(cid, name, "error", reason=f"no bundled experiment {name!r}"))
+        if not known.exists(name):
+            broken.append(Result(cid, name, "error", reason=(
+                f"no experiment {name!r}, bundled or in the KB's experiments/ (see validate)")))
             continue
         try:
             mag, err = parse_magnitude(row.magnitude), None
         except MagnitudeError as exc:
             mag, err = None, str(exc)
+        # a mistyped link is never judged by whatever its experiment happens to measure
+        mistyped = links.link_problem(known.get(name).declaration, rec.id, row.verify.subject,
+                                      mag)
+        if mistyped:
+            broken.append(Result(cid, name, "error", reason=mistyped))
+            continue
         jobs.setdefault(name, Job(name)).targets.append(Target(cid, rec, row, mag, err))
-    ordered = [jobs[name] for name in registry.EXPERIMENTS if name in jobs]
+    ordered = [jobs[name] for name in known.experiments if name in jobs]
     return ordered, broken
 
 
 def unlinked(kb) -> list[str]:
-    """Experiments no claim row of the KB links to (calibration excepted)."""
+    """The KB's own experiments no claim row of it links to (calibration excepted): checked on
+    the CPU beside the plan. Bundled experiments belong to the bundled KB: a run on another KB
+    neither runs nor reports them."""
     linked = {row.verify.experiment for _, _, row in kb.claims() if row.verify is not None}
-    return [n for n in registry.EXPERIMENTS if n != CALIBRATION and n not in linked]
+    own = catalogue(kb.root).own(kb.root)
+    return [n for n in own if n != CALIBRATION and n not in linked]
 
 
-def experiment_module(name: str):
-    return importlib.import_module(f"flopkb.verify.experiments.{registry.get(name).module}")
+def experiment_module(name: str, kb_root: Path | None = None):
+    """What runs experiment `name`: its hook module (bundled, or a module below the KB's
+    kernels/), or the declaration-only runner."""
+    info = catalogue(kb_root).get(name)
+    if info.hook is None:
+        from flopkb.verify.experiments.generic import DeclaredExperiment
+
+        assert info.declaration is not None
+        return DeclaredExperiment(info.declaration, kb_root)
+    module, _, attr = info.hook.partition(":")
+    if module.startswith(registry.BUNDLED_HOOKS):
+        loaded = importlib.import_module(module)
+    else:
+        from flopkb.kernelpkg import load_module
+        from flopkb.verify.hashing import kernels_root
+
+        loaded = load_module(module, kernels_root(kb_root, module.split(".")[0]))
+    return getattr(loaded, attr) if attr else loaded
 
 
 def match_accelerator(kb, gpu_name: str | None) -> str | None:
@@ -153,7 +189,7 @@ def not_applicable(kb, acc_id: str | None, target: Target) -> str | None:
     from flopkb.hardware import HardwareModel, claim_inputs
 
     acc = kb.accelerators.get(acc_id)
-    info = registry.get(target.row.verify.experiment)
+    info = catalogue(kb.root).get(target.row.verify.experiment)
     # the row's quantity closed over computed quantities (and a derived row's formula), as the
     # validator's FKB603 reads it, plus what the experiment itself needs from the part
     needed = claim_inputs(HardwareModel(kb), target.row) | set(info.needs)
@@ -179,9 +215,9 @@ def run_cpu(kb_root: Path | None, jobs: list[Job], extra: Sequence[str] = (),
     on_event("start", {"total": len(names)})
     for name in names:
         ctx = Context(gpu=False, kb_root=kb_root)
-        ctx.begin(registry.get(name).time_limit_s)
+        ctx.begin(catalogue(kb_root).get(name).time_limit_s)
         try:
-            experiment_module(name).cpu_check(ctx)
+            experiment_module(name, kb_root).cpu_check(ctx)
         except Exception as exc:
             # any failure of one experiment's check is recorded; the plan goes on
             ctx.checks.append({"kernel": name, "ok": False,
@@ -191,7 +227,7 @@ def run_cpu(kb_root: Path | None, jobs: list[Job], extra: Sequence[str] = (),
     results = [Result(None, CALIBRATION, "not-run", reason="no GPU: CPU check only",
                       cpu_check=checked[CALIBRATION])]
     for job in jobs:
-        mod = experiment_module(job.experiment)
+        mod = experiment_module(job.experiment, kb_root)
         from flopkb.verify.experiments._common import resolve
 
         for t in job.targets:
@@ -201,7 +237,7 @@ def run_cpu(kb_root: Path | None, jobs: list[Job], extra: Sequence[str] = (),
                 t.claim, job.experiment, "not-run",
                 expected=t.magnitude.as_dict() if t.magnitude else None,
                 reason="; ".join(["no GPU: CPU check only", *notes]),
-                conditions=cond, criterion=registry.get(job.experiment).criterion,
+                conditions=cond, criterion=catalogue(kb_root).get(job.experiment).criterion,
                 cpu_check=checked[job.experiment]))
     for name in extra:
         results.append(Result(None, name, "not-run", reason="no claim links this experiment",
@@ -312,10 +348,10 @@ def _plot(s: Session, record: EvidenceRecord, spec: dict[str, Any] | None) -> Ev
 def _calibrate(s: Session, ctx, on_event: Event) -> Result:
     from flopkb.verify.context import Ceilings
 
-    mod = experiment_module(CALIBRATION)
+    mod = experiment_module(CALIBRATION, s.kb_root)
     hashes = current_hashes(s.kb_root, CALIBRATION)
     started = time.monotonic()
-    ctx.begin(registry.get(CALIBRATION).time_limit_s)
+    ctx.begin(catalogue(s.kb_root).get(CALIBRATION).time_limit_s)
     m, verdict, reason, measured = None, "error", None, None
     try:
         m = mod.measure(ctx, dict(mod.DEFAULTS))
@@ -386,7 +422,7 @@ def _measure(s: Session, ctx, job: Job, mod, cond: dict[str, Any], combo: impls.
     as --quick does (the claim's own points), with full repetitions: the verdict is read there."""
     from flopkb.verify.context import ExperimentError, PeerUnavailable
 
-    info = registry.get(job.experiment)
+    info = catalogue(s.kb_root).get(job.experiment)
     started = time.monotonic()
     # a peer's first calls compile and autotune its kernels (mamba_ssm's take tens of seconds):
     # combinations past the first get twice the limit for that
@@ -439,8 +475,8 @@ DECISIVE = {"confirmed", "refuted", "inconclusive"}
 def _run_job(s: Session, ctx, job: Job, on_event: Event) -> list[Result]:
     from flopkb.verify.experiments._common import resolve
 
-    info = registry.get(job.experiment)
-    mod = experiment_module(job.experiment)
+    info = catalogue(s.kb_root).get(job.experiment)
+    mod = experiment_module(job.experiment, s.kb_root)
     hashes = current_hashes(s.kb_root, job.experiment)
     combos = impls.combinations(info.sides, s.impl)
     cache: dict[str, dict[str, Any]] = {}

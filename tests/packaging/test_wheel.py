@@ -1,4 +1,5 @@
-"""The wheel carries the bundled KB (records, schema, kernels) and never claims `kernels`."""
+"""The wheel carries the bundled KB (records, schema, kernels, experiments) and never claims
+`kernels`."""
 
 from __future__ import annotations
 
@@ -26,5 +27,8 @@ def test_wheel_carries_bundled_kb(tmp_path: Path) -> None:
     assert len(records) == len(committed) > 0
     assert any(n.startswith("flopkb/_kb/schema/") and n.endswith(".json") for n in names)
     assert "flopkb/_kb/kernels/__init__.py" in names
+    # the bundled experiment declarations travel with the kernels they run
+    declared = {n for n in names if n.startswith("flopkb/_kb/experiments/") and n.endswith(".yaml")}
+    assert len(declared) == len(list((REPO / "experiments").glob("*.yaml"))) > 0
     # The generic top-level name `kernels` belongs to another PyPI project.
     assert not any(n.startswith("kernels/") for n in names)

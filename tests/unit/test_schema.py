@@ -61,3 +61,18 @@ def test_export_command_writes_and_checks(tmp_path: Path) -> None:
     result = runner.invoke(app, ["schema", "export", "--check", "--out", str(out), "-f", "json"])
     assert result.exit_code == 1
     assert json.loads(result.stdout)["stale"] == ["record.schema.json"]
+
+
+def test_every_bundled_experiment_declaration_passes_the_published_schema() -> None:
+    validator = jsonschema.Draft202012Validator(
+        json.loads((SCHEMA / "experiment.schema.json").read_text())
+    )
+    import yaml
+
+    declared = sorted((SCHEMA.parent / "experiments").glob("*.yaml"))
+    assert declared
+    for path in declared:
+        errors = list(validator.iter_errors(yaml.safe_load(path.read_text(encoding="utf-8"))))
+        assert errors == [], (path.name, errors[:1])
+    assert list(validator.iter_errors({"id": "x", "title": "t", "measures": "m",
+                                       "criterion": "c", "sweeps": 1}))

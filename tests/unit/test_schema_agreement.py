@@ -160,7 +160,8 @@ def test_the_keyword_check_can_fail() -> None:
     }
 
 
-@pytest.mark.parametrize("name", sorted(generate()))
+# experiment.schema.json describes declarations (experiments/), not records: no schema_version
+@pytest.mark.parametrize("name", sorted(n for n in generate() if n != "experiment.schema.json"))
 def test_schema_versions_are_the_accepted_ones(name: str) -> None:
     schema = json.loads(generate()[name])
     found = [

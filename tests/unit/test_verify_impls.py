@@ -83,11 +83,11 @@ def fake_run(tmp_path, monkeypatch):
     root = write_kb(tmp_path)
     kb, findings = load_kb(root)
     assert not findings
-    info = registry.ExperimentInfo(name="ssd-vs-scan", module="fake", title="t", claims=(),
+    info = registry.ExperimentInfo(name="ssd-vs-scan", hook="fake", title="t", claims=(),
                                    kernels=(), measures="m", criterion="c", sweep="s",
                                    sides=SIDES)
     monkeypatch.setitem(registry.EXPERIMENTS, "ssd-vs-scan", info)
-    monkeypatch.setattr(runner, "experiment_module", lambda name: _fake_module())
+    monkeypatch.setattr(runner, "experiment_module", lambda name, kb_root=None: _fake_module())
     monkeypatch.setattr(runner, "current_hashes", lambda root, name: {"x.py": "0" * 64})
     jobs, _ = runner.plan(kb, claim="test-class/ssd-scan")
 

@@ -72,7 +72,18 @@ def write_kb(root: Path) -> Path:
     (root / "records" / "classes" / "test-class.yaml").write_text(
         yaml.dump(record, Dumper=_NoAliasDumper, sort_keys=False)
     )
+    _about_test_class(root)
     return root
+
+
+def _about_test_class(root: Path) -> None:
+    """The bundled declarations, redeclared in the KB with `test-class` among their subjects:
+    links are typed (FKB528), and this one class links every experiment."""
+    (root / "experiments").mkdir()
+    for path in sorted((bundled_root() / "experiments").glob("*.yaml")):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data["subjects"] = [*data.get("subjects", []), "test-class"]
+        (root / "experiments" / path.name).write_text(yaml.safe_dump(data, sort_keys=False))
 
 
 def linked_experiments() -> set[str]:

@@ -1,7 +1,11 @@
-"""One module per experiment (see `flopkb.verify.registry`). Each defines:
+"""The hooks of the bundled experiments: one module per experiment, named by the `hook` of its
+declaration in the bundled KB's `experiments/` (see `flopkb.verify.registry`), and `generic`,
+the runner of declarations that name no hook. Each defines:
 
 - `DEFAULTS`: the conditions it runs under when a claim row does not set them;
 - `cpu_check(ctx)`: every kernel it runs, against its reference, at small sizes (CPU plan mode);
 - `measure(ctx, cond) -> Measurement`: the sweep on the GPU, correctness checked before timing;
 - `judge(m, magnitude, cond) -> Judgement`: reads the claim's parsed magnitude against `m`.
+
+A KB's own hook (a module below its kernels/) follows the same protocol.
 """
