@@ -15,7 +15,7 @@ accelerator that evidence matched must agree with them, within the spec's own ro
 The newest calibration evidence of each accelerator that records a property is the one compared
 (else the newest evidence of any experiment). A spec may
 name such an evidence record as its source (a value no public document states, read from the
-device): the evidence must then be of this accelerator and record that property (FKB421).
+device): the evidence must then be of this accelerator and record that property (FKB431).
 """
 
 from __future__ import annotations
@@ -30,12 +30,12 @@ from flopkb.model import AcceleratorRecord, EvidenceRecord
 from flopkb.units import UNITS
 
 SPEC_VS_DEVICE = rule(
-    "FKB420",
+    "FKB430",
     Severity.warning,
     "a datasheet spec disagrees, beyond its rounding, with the device property verify recorded",
 )
 DEVICE_SOURCE = rule(
-    "FKB421",
+    "FKB431",
     Severity.error,
     "a spec cites evidence that does not record this property of this accelerator's device",
 )
@@ -134,7 +134,7 @@ def newest_device_values(kb: Any, acc_id: str) -> dict[str, tuple[float, Evidenc
 
 @check
 def specs_match_the_device(ctx: CheckContext) -> Iterator[Finding]:
-    """FKB420/FKB421: specs against the device properties verify recorded."""
+    """FKB430/FKB431: specs against the device properties verify recorded."""
     for acc_id, acc in sorted(ctx.kb.accelerators.items()):
         yield from ctx.isolated(acc_id, _accelerator(ctx, acc_id, acc))
 

@@ -1,4 +1,4 @@
-"""FKB420/FKB421: datasheet specs against the device properties verify recorded in evidence."""
+"""FKB430/FKB431: datasheet specs against the device properties verify recorded in evidence."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def _device_findings(root: Path) -> list[tuple[str, str]]:
     return [
         (f.rule, f.message.split(" ", 1)[0])
         for f in validate(root).findings
-        if f.rule in ("FKB420", "FKB421")
+        if f.rule in ("FKB430", "FKB431")
     ]
 
 
@@ -61,8 +61,8 @@ def test_a_spec_the_device_contradicts_is_fkb420(
     tmp_path: Path, machine: dict[str, int], quantity: str
 ) -> None:
     root = _kb(tmp_path, **machine)
-    assert _device_findings(root) == [("FKB420", quantity)]
-    [finding] = [f for f in validate(root).findings if f.rule == "FKB420"]
+    assert _device_findings(root) == [("FKB430", quantity)]
+    [finding] = [f for f in validate(root).findings if f.rule == "FKB430"]
     assert finding.file.endswith("records/accelerators/h100-sxm.yaml")
     assert "ev-calibration-h100" in finding.message and finding.severity.value == "warning"
 
@@ -75,13 +75,13 @@ def test_a_spec_citing_evidence_of_another_part_is_fkb421(tmp_path: Path) -> Non
     path.write_text(
         text.replace("id: nvidia-h100-datasheet", "id: ev-calibration-h100", 1), encoding="utf-8"
     )
-    assert ("FKB421", "bf16_tensor_flops") in _device_findings(root)
+    assert ("FKB431", "bf16_tensor_flops") in _device_findings(root)
     assert [f.rule for f in validate(root).findings if f.rule in ("FKB301", "FKB302")] == []
 
 
 def test_the_bundled_h200_l2_agrees_with_its_calibration() -> None:
     result = validate(bundled_root())
-    assert [f for f in result.findings if f.rule in ("FKB420", "FKB421")] == []
+    assert [f for f in result.findings if f.rule in ("FKB430", "FKB431")] == []
     h200 = yaml.safe_load(
         (bundled_root() / "records/accelerators/h200-sxm.yaml").read_text(encoding="utf-8")
     )
