@@ -7,13 +7,16 @@ pre-commit run that misses what the changed or deleted files break.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from flopkb.cli import app
-from tests.cli.kbrepo import make_repo
+from tests.cli.kbrepo import git, make_repo
+from tests.cli.test_precommit import ROOT, entry_args
 
 runner = CliRunner()
 CITED = "records/sources/dao-gu-2024-ssd.yaml"  # cited by records/classes/mamba2-ssd.yaml
@@ -77,3 +80,120 @@ def test_other_suppressions_still_work(tmp_path: Path) -> None:
     )
     rc, data = strict_json(repo)
     assert rc == 0, data
+
+
+BUNDLED = ROOT / "records"
+MEASURED = "records/classes/dense-gemm.yaml"  # its row gemm-ruggedness is `basis: measured`
+BACKING = sorted(
+    f"records/evidence/{p.name}"
+    for p in BUNDLED.glob("evidence/ev-dense-gemm--gemm-ruggedness-h200-sxm-*.yaml")
+)
+
+
+def bundled_repo(tmp_path: Path) -> Path:
+    """A git repository holding a copy of the bundled records (the YAML only), committed."""
+    repo = tmp_path / "repo"
+    shutil.copytree(BUNDLED, repo / "records", ignore=shutil.ignore_patterns("*.png"))
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "KB")
+    return repo
+
+
+def changed_json(*args: str) -> tuple[int, dict]:
+    result = runner.invoke(app, ["validate", "--changed", "-f", "json", "--", *args])
+    assert result.exit_code in (0, 1), result.output
+    return result.exit_code, json.loads(result.stdout)
+
+
+def errors_of(data: dict) -> set[tuple[str, str]]:
+    return {(e["file"], e["rule"]) for e in data["errors"]}
+
+
+def test_deleting_the_evidence_behind_a_measured_row_fails_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = bundled_repo(tmp_path)
+    assert len(BACKING) == 2
+    git(repo, "rm", "-q", *BACKING)
+    monkeypatch.chdir(repo)
+    rc, data = changed_json()
+    assert rc == 1
+    assert (MEASURED, "FKB209") in errors_of(data)
+
+
+def test_editing_the_verdict_of_the_evidence_behind_a_measured_row_fails_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = bundled_repo(tmp_path)
+    # the newest measurement decides: refuting it withdraws the confirmation
+    newest = repo / BACKING[-1]
+    text = newest.read_text(encoding="utf-8")
+    assert "\nverdict: confirmed\n" in text
+    newest.write_text(text.replace("\nverdict: confirmed\n", "\nverdict: refuted\n"))
+    git(repo, "add", "-A")
+    monkeypatch.chdir(repo)
+    rc, data = changed_json(BACKING[-1])
+    assert rc == 1
+    assert (MEASURED, "FKB209") in errors_of(data)
+
+
+def test_an_untouched_evidence_file_passes_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = bundled_repo(tmp_path)
+    monkeypatch.chdir(repo)
+    rc, data = changed_json(BACKING[-1])
+    assert rc == 0, data
+    # the claim record it backs is checked too
+    assert data["records"] >= 2
+
+
+def test_changed_sees_staged_deletions_through_a_symlinked_kb(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_repo(tmp_path)
+    link = tmp_path / "link"
+    link.symlink_to(repo, target_is_directory=True)
+    git(repo, "rm", "-q", CITED)
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["--kb", str(link), "validate", "--changed", "-f", "json"])
+    assert result.exit_code == 1, result.output
+    data = json.loads(result.stdout)
+    assert {e["rule"] for e in data["errors"]} == {"FKB301"}
+    assert data["records"] >= 1
+
+
+def test_a_deleted_record_with_a_non_utf8_name_never_exits_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_repo(tmp_path)
+    odd = os.fsencode(repo / "records/sources") + b"/odd-\xff.yaml"
+    with open(odd, "wb") as handle:
+        handle.write(b"schema_version: 2\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "odd")
+    os.unlink(odd)
+    git(repo, "add", "-A")
+    git(repo, "rm", "-q", CITED)
+    monkeypatch.chdir(repo)
+    rc, data = changed_json()
+    assert rc == 1
+    assert ("records/classes/mamba2-ssd.yaml", "FKB301") in errors_of(data)
+
+
+def test_a_path_starting_with_a_dash_never_exits_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = tmp_path / "repo"
+    make_repo(tmp_path / "kb", with_git=False)
+    (repo).mkdir()
+    shutil.move(tmp_path / "kb" / "repo", repo / "-kb")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "KB")
+    monkeypatch.chdir(repo)
+    # as pre-commit calls the hook: its entry, then the changed files
+    result = runner.invoke(app, entry_args("flopkb-validate", [f"-kb/{CITED}"], ("-f", "json")))
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["ok"] is True
