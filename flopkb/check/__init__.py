@@ -18,8 +18,8 @@ from flopkb.kb import KnowledgeBase, gc_paused, workers_for
 
 # In data-flow order: structure before references before provenance.
 CHECK_MODULES = (
-    "structure", "references", "formulas", "provenance", "units", "evidence", "plausibility",
-    "graph", "suppressions",
+    "structure", "references", "formulas", "provenance", "units", "matching", "evidence",
+    "plausibility", "graph", "suppressions",
 )  # fmt: skip
 
 
