@@ -76,3 +76,19 @@ def test_ratio_and_rounding_are_finite_safe() -> None:
     assert ratio(5e-324, 1.0) is None
     assert rounded(math.inf) is None and rounded(math.nan) is None
     assert rounded(1e-300) == 1e-300 and rounded(123.4567891) == 123.457
+
+
+def test_absurd_specs_are_a_validation_error(tmp_path: Path) -> None:
+    root = absurd_kb(tmp_path)
+    result = runner.invoke(app, ["--kb", str(root), "validate", "-f", "json"])
+    assert result.exit_code == 1, result.output
+    found = [e for e in _strict_json(result.stdout)["errors"] if e["rule"] == "FKB423"]
+    assert {(e["record"], Path(e["file"]).name) for e in found} == {
+        ("h200-sxm", "h200-sxm.yaml"), ("h100-sxm", "h100-sxm.yaml")
+    }
+    assert all(e["line"] == 13 for e in found)
+
+
+def test_real_specs_are_not_absurd() -> None:
+    result = runner.invoke(app, ["--kb", str(BUNDLED.parent), "validate", "-f", "json"])
+    assert not [e for e in _strict_json(result.stdout)["errors"] if e["rule"] == "FKB423"]
