@@ -197,3 +197,36 @@ def test_a_path_starting_with_a_dash_never_exits_2(
     result = runner.invoke(app, entry_args("flopkb-validate", [f"-kb/{CITED}"], ("-f", "json")))
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["ok"] is True
+
+
+def test_evidence_naming_a_dropped_claim_row_is_reported(tmp_path: Path) -> None:
+    repo = bundled_repo(tmp_path)
+    cls = repo / "records/classes/mamba2-ssd.yaml"
+    lines = cls.read_text(encoding="utf-8").splitlines()
+    at = lines.index("    - id: ssd-vs-fused-scan")
+    basis = next(i for i in range(at, at + 12) if lines[i].strip() == "basis: cited")
+    # a bad basis drops the row (salvage); the comment must not hide that nor the evidence
+    lines[basis] = "      basis: guessed  # flopkb: ignore[FKB121]"
+    cls.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    rc, data = strict_json(repo)
+    assert rc == 1
+    assert ("records/classes/mamba2-ssd.yaml", "FKB121") in {
+        (str(Path(e["file"]).relative_to(repo)), e["rule"]) for e in data["errors"]
+    }
+    evidence = [e for e in data["errors"] if e["rule"] == "FKB303"]
+    assert evidence and all(
+        Path(e["file"]).name.startswith("ev-mamba2-ssd--ssd-vs-fused-scan-") for e in evidence
+    )
+
+
+def test_deleting_an_accelerator_reports_its_evidence_and_classes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = bundled_repo(tmp_path)
+    git(repo, "rm", "-q", "records/accelerators/h200-sxm.yaml")
+    monkeypatch.chdir(repo)
+    rc, data = changed_json()
+    assert rc == 1
+    found = errors_of(data)
+    assert ("records/classes/mamba2-ssd.yaml", "FKB301") in found
+    assert any(f.startswith("records/evidence/ev-") and r == "FKB505" for f, r in found)
