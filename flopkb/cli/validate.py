@@ -68,8 +68,9 @@ def validate(
         bool,
         typer.Option(
             "--changed",
-            help="pre-commit: PATHS are the changed files; also report records that reference "
-            "them or a record file deleted in the git index",
+            help="pre-commit: PATHS are the changed files; also report the records that "
+            "reference them or a record file deleted in the git index, and the records they "
+            "reference (evidence -> its claim)",
         ),
     ] = False,
     max_bytes: Annotated[
