@@ -20,8 +20,12 @@ import re
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
-# the parser `re` itself uses (public `sre_parse` is a deprecated alias of it since 3.11)
-from re import _parser as sre_parse  # type: ignore[attr-defined]
+# the parser `re` itself uses (since 3.11 the public `sre_parse` is a deprecated alias of it,
+# and importing that warns)
+try:
+    from re import _parser as sre_parse  # type: ignore[attr-defined]
+except ImportError:  # Python 3.10
+    import sre_parse  # type: ignore[no-redef]
 
 MAX_PATTERN_CHARS = 256
 MAX_REPEATS = 3
