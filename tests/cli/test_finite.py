@@ -66,6 +66,8 @@ def test_hw_compare_says_why_a_ratio_is_missing(tmp_path: Path) -> None:
     rows = {r["quantity"]: r for r in _strict_json(result.stdout)["quantities"]}
     row = rows["bf16_tensor_flops"]
     assert row["ratio"] is None and "out of range" in row["note"]
+    text = runner.invoke(app, ["--kb", str(root), "hw", "compare", "h100-sxm", "h200-sxm"])
+    assert "n/a*" in text.stdout and "* ratio out of range" in text.stdout
 
 
 def test_ratio_and_rounding_are_finite_safe() -> None:
