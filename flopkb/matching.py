@@ -10,8 +10,8 @@ and is an error at validation (FKB420); matching never raises.
 Overlaps are found with witnesses: device names as CUDA reports them (`KNOWN_DEVICE_NAMES`), the
 GPU names verify recorded in the KB's evidence, each accelerator's id and title, and the literal
 name of each fully literal pattern (`^NVIDIA H200$`). A witness that the patterns of two
-accelerators both match is an overlap (FKB422); a pattern that matches the empty name or a name
-no GPU has claims every GPU (FKB421).
+accelerators both match is an overlap (FKB422); a pattern that matches a name no GPU has claims
+every GPU (FKB421).
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ MAX_NAME_CHARS = 256
 # witnesses compared with every pattern (ids and titles of a KB of many accelerators beyond it
 # are not probed: the known device names always are)
 MAX_WITNESSES = 2_000
-# no GPU reports these: a pattern that matches one claims every GPU
-PROBES = ("", "flopkb-probe: no such device 0")
+# no GPU reports this: a pattern that finds it claims every GPU (one that finds the empty name
+# anywhere finds it too; `^$` matches nothing real and is left alone)
+PROBES = ("flopkb-probe: no such device 0",)
 # Device names as CUDA reports them (torch.cuda.get_device_name): those the bundled accelerators
 # match and the close relatives they must not claim, the names tests/unit/test_kb_content.py
 # checks (NVIDIA H200 as verify recorded it in the bundled evidence). A probe list, not an

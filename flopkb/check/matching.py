@@ -23,7 +23,7 @@ BAD_PATTERN = rule(
 )  # fmt: skip
 MATCHES_ANY = rule(
     "FKB421", Severity.error,
-    "an accelerator `match` pattern matches any GPU name (the empty name, or one no GPU has)",
+    "an accelerator `match` pattern matches any GPU name (it finds a name no GPU has)",
 )  # fmt: skip
 OVERLAP = rule(
     "FKB422", Severity.error,
