@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 from pathlib import Path
 
@@ -94,3 +95,15 @@ def test_absurd_specs_are_a_validation_error(tmp_path: Path) -> None:
 def test_real_specs_are_not_absurd() -> None:
     result = runner.invoke(app, ["--kb", str(BUNDLED.parent), "validate", "-f", "json"])
     assert not [e for e in _strict_json(result.stdout)["errors"] if e["rule"] == "FKB423"]
+
+
+def test_huge_and_tiny_ratios_print_short() -> None:
+    # 1e300 TB/s over 3.35: once a 300-digit `x2985...032.00`; a tiny one once read `x0.00`
+    for value, shown in (("1e300", "x2.99e+299"), ("1e-300", "x2.99e-301")):
+        result = runner.invoke(
+            app, ["--kb", str(BUNDLED.parent), "graph", "what-if", "h100-sxm",
+                  "--set", f"hbm_bandwidth={value}"],
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert shown in result.stdout
+        assert re.search(r"\d{20}", result.stdout) is None
