@@ -24,6 +24,8 @@ from flopkb.referencing import referenced_by
 from flopkb.walk import RECORD_SUFFIXES, records_dir
 
 _TIMEOUT_S = 30
+# committed versions read (two git processes each); a commit deleting more gets a whole-KB report
+MAX_COMMITTED_READS = 500
 
 
 class StagedError(OSError):
@@ -33,10 +35,11 @@ class StagedError(OSError):
 @dataclass
 class Staged:
     """Record files deleted (or renamed away) in the index, in the KB's own spelling, and the ids
-    their committed versions referenced."""
+    their committed versions referenced (None: too many deletions to read, report on the whole
+    KB)."""
 
     deleted: list[Path] = field(default_factory=list)
-    referenced: set[str] = field(default_factory=set)
+    referenced: set[str] | None = field(default_factory=set)
 
 
 def _git(args: list[str | bytes], cwd: str | bytes) -> bytes:
@@ -71,16 +74,18 @@ def staged_deletions(kb_root: Path, limits: Limits | None = None) -> Staged:
     real_records = os.fsencode(os.path.realpath(records))
     suffixes = tuple(os.fsencode(s) for s in RECORD_SUFFIXES)
     out = Staged()
-    blobs: list[tuple[bytes, bytes]] = []
+    ours: list[tuple[bytes, bytes]] = []
     for name in filter(None, names.split(b"\0")):
         real = os.path.join(top, name)
         if not real.startswith(real_records + b"/") or not real.endswith(suffixes):
             continue
         rel = os.path.relpath(real, real_records)
         out.deleted.append(records / os.fsdecode(rel))
-        blob = _committed(top, name, limits)
-        if blob is not None:
-            blobs.append((rel, blob))
+        ours.append((name, rel))
+    if len(ours) > MAX_COMMITTED_READS:
+        out.referenced = None
+        return out
+    blobs = [(rel, blob) for name, rel in ours if (blob := _committed(top, name, limits))]
     if blobs:
         out.referenced = _references_of(blobs, limits)
     return out

@@ -190,7 +190,7 @@ def validate(
     exclude: Sequence[str] = (),
     changed: bool = False,
     deleted: Sequence[Path] = (),
-    deleted_referenced: Collection[str] = (),
+    deleted_referenced: Collection[str] | None = (),
 ) -> ValidationResult:
     """Load, check and collect every finding; raises ValidationInputError only for a bad path.
 
@@ -199,7 +199,8 @@ def validate(
     `exclude`: globs of record paths (relative to their KB root) that are not part of the run.
     `changed`: the paths are the changed files of a commit, `deleted` the removed ones: report on
     them, on every record that references one of their ids, and on every record they (or, for
-    `deleted_referenced`, the deleted files' committed versions) reference.
+    `deleted_referenced`, the deleted files' committed versions) reference; None there (what the
+    deleted files referenced is not known) reports on the whole KB.
     """
     limits = limits or Limits()
     selection = selection or Selection()
@@ -231,9 +232,9 @@ def validate(
         given_ids = {p.stem for p in report} | _ids_of(kb, report)
         ids = given_ids | {p.stem for p in deleted}
         # both ways: what references them, and what they reference (evidence backs a claim row)
-        near = referencing(kb, ids) | referenced_by(kb, given_ids) | set(deleted_referenced)
+        near = referencing(kb, ids) | referenced_by(kb, given_ids) | set(deleted_referenced or ())
         shown_paths += [kb.files[rid] for rid in sorted(near) if rid in kb.files]
-        shown_paths = _unique(shown_paths)
+        shown_paths = _unique(shown_paths if deleted_referenced is not None else loaded)
     if len(loaded) != len(shown_paths):
         shown = {display_path(p, cwd) for p in shown_paths} | {f.file for f in targets.scoped}
         # an internal error (FKB199) names the KB, not a file: it must never be filtered away

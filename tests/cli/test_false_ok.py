@@ -230,3 +230,17 @@ def test_deleting_an_accelerator_reports_its_evidence_and_classes(
     found = errors_of(data)
     assert ("records/classes/mamba2-ssd.yaml", "FKB301") in found
     assert any(f.startswith("records/evidence/ev-") and r == "FKB505" for f, r in found)
+
+
+def test_a_commit_deleting_more_than_can_be_read_gets_a_whole_kb_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = bundled_repo(tmp_path)
+    git(repo, "rm", "-q", *BACKING)
+    monkeypatch.chdir(repo)
+    # past the bound, the deleted files' committed versions are not read: every record is shown
+    monkeypatch.setattr("flopkb.staged.MAX_COMMITTED_READS", 1)
+    rc, data = changed_json()
+    assert rc == 1
+    assert (MEASURED, "FKB209") in errors_of(data)
+    assert data["records"] == len(list((repo / "records").rglob("*.yaml")))
