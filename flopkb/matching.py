@@ -56,7 +56,9 @@ KNOWN_DEVICE_NAMES = (
 )
 
 _REPEATS = {
-    sre_parse.MAX_REPEAT, sre_parse.MIN_REPEAT, getattr(sre_parse, "POSSESSIVE_REPEAT", None)
+    sre_parse.MAX_REPEAT,
+    sre_parse.MIN_REPEAT,
+    getattr(sre_parse, "POSSESSIVE_REPEAT", None),
 }
 _REFUSED = {sre_parse.GROUPREF: "a backreference", sre_parse.GROUPREF_EXISTS: "a conditional"}
 

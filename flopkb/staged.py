@@ -67,9 +67,7 @@ def staged_deletions(kb_root: Path, limits: Limits | None = None) -> Staged:
     """The record files of `kb_root` that the index deletes, and what they referenced."""
     limits = limits or Limits()
     top = _git(["rev-parse", "--show-toplevel"], str(kb_root)).rstrip(b"\n")
-    names = _git(
-        ["diff", "--cached", "--name-only", "--diff-filter=DR", "--no-renames", "-z"], top
-    )
+    names = _git(["diff", "--cached", "--name-only", "--diff-filter=DR", "--no-renames", "-z"], top)
     records = records_dir(kb_root)
     real_records = os.fsencode(os.path.realpath(records))
     suffixes = tuple(os.fsencode(s) for s in RECORD_SUFFIXES)

@@ -87,7 +87,8 @@ def test_absurd_specs_are_a_validation_error(tmp_path: Path) -> None:
     assert result.exit_code == 1, result.output
     found = [e for e in _strict_json(result.stdout)["errors"] if e["rule"] == "FKB423"]
     assert {(e["record"], Path(e["file"]).name) for e in found} == {
-        ("h200-sxm", "h200-sxm.yaml"), ("h100-sxm", "h100-sxm.yaml")
+        ("h200-sxm", "h200-sxm.yaml"),
+        ("h100-sxm", "h100-sxm.yaml"),
     }
     assert all(e["line"] == 13 for e in found)
 
