@@ -21,9 +21,10 @@ def list_claims(
 ) -> list[dict[str, Any]]:
     """Claims as `[{"claim","record","quantity","magnitude","basis","verdicts":{acc: verdict}}]`.
 
-    A `derived` row with a formula also has `computed`: its formula on each accelerator its class lists,
-    `{acc: {"value", "agrees"[, "note"]}}` (flopkb.derived; `agrees` false is FKB213); other
-    rows have `computed: null`.
+    A `derived` row with a formula also has `computed`: its formula on each accelerator its class
+    lists, `{acc: {"value", "agrees"[, "note"]}}` (flopkb.derived; `agrees` false is FKB213);
+    other rows have `computed: null`. A row with `derived_from` has `computed_from_architectures`,
+    the values computed from the architecture records (flopkb.modelshow); else null.
 
     Filters: `record` (class id), `quantity` (the row's quantity id, exactly), `basis`, and
     `accelerator` (claims whose class lists it in `affected_by_hardware`; verdicts narrowed to it).

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -165,10 +166,16 @@ def _as_value(compute: Callable[[], float]) -> Value:
         return Value(None, str(exc))
 
 
-def _rounded(value: float | None) -> float | None:
-    """Computed values to 6 significant digits: more would be noise from the datasheets."""
+def rounded(value: float | None) -> float | None:
+    """Computed values to 6 significant digits: more would be noise from the datasheets.
+
+    A value that is not finite (a formula over absurd specs overflowed) is None: it is shown as
+    n/a, and JSON never carries Infinity or NaN.
+    """
     if value is None or value == 0:
         return value
+    if not math.isfinite(value):
+        return None
     digits = 6 - math.floor(math.log10(abs(value))) - 1
     return round(value, max(digits, 0))
 
@@ -192,7 +199,7 @@ def _ceilings(ev: EvidenceRecord) -> dict[str, dict[str, Any]]:
             value = data.get(key)
             if isinstance(value, int | float) and not isinstance(value, bool):
                 out[name] = {
-                    "value": _rounded(float(value)), "unit": unit,
+                    "value": rounded(float(value)), "unit": unit,
                     "low": _number_or_none(data.get(low)), "high": _number_or_none(data.get(high)),
                     **common,
                 }  # fmt: skip
@@ -206,8 +213,19 @@ def _ceilings(ev: EvidenceRecord) -> dict[str, dict[str, Any]]:
 
 def _number_or_none(value: Any) -> float | None:
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return _rounded(float(value))
+        return rounded(float(value))
     return None
+
+
+def finite_ratio(a: float | None, b: float | None) -> float | None:
+    """b / a, or None where either is absent, a is zero or subnormal (dividing by ~0), or the
+    ratio is not finite (1e300 / 1e-300): never an exception, never inf in JSON."""
+    if a is None or b is None or not math.isfinite(a) or not math.isfinite(b):
+        return None
+    if abs(a) < sys.float_info.min:
+        return None
+    out = b / a
+    return out if math.isfinite(out) else None
 
 
 def _measured(kb: KnowledgeBase, acc_id: str) -> dict[str, dict[str, Any]]:
@@ -256,7 +274,7 @@ def hw_show(kb: KnowledgeBase, acc_id: str, model: HardwareModel | None = None) 
     for qid in sorted(q for q in model.quantities if model.is_computed(q)):
         quantity = model.quantities[qid]
         got = model.value(acc, qid)
-        entry = {"value": _rounded(got.value), "unit": quantity.unit, "formula": quantity.formula}
+        entry = {"value": rounded(got.value), "unit": quantity.unit, "formula": quantity.formula}
         if got.note:
             entry["note"] = got.note
         computed[qid] = entry
@@ -327,9 +345,10 @@ def hw_compare(
         differs = _differs(va.value, vb.value)
         if differs:
             differing.add(qid)
-        ratio = None
-        if va.value not in (None, 0.0) and vb.value is not None:
-            ratio = _rounded(vb.value / va.value)  # type: ignore[operator]
+        ratio = rounded(finite_ratio(va.value, vb.value))
+        note = None
+        if ratio is None and va.value and vb.value is not None:
+            note = "ratio out of range (overflows, or divides by ~0)"
         quantity = model.quantities.get(qid)
         unit = quantity.unit if quantity else (acc_a.specs.get(qid) or acc_b.specs[qid]).unit
         rows.append(
@@ -337,10 +356,11 @@ def hw_compare(
                 "quantity": qid,
                 "kind": "computed" if model.is_computed(qid) else "spec",
                 "unit": unit,
-                "a": _rounded(va.value),
-                "b": _rounded(vb.value),
+                "a": rounded(va.value),
+                "b": rounded(vb.value),
                 "ratio": ratio,
                 "differs": differs,
+                **({"note": note} if note else {}),
             }
         )
     claims: list[dict[str, Any]] = []

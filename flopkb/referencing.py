@@ -1,5 +1,6 @@
-"""Who references whom: the reverse index a pre-commit run needs to report on the records that
-name a changed or deleted id (they live in files the hook was not given)."""
+"""Who references whom, both ways, for a pre-commit run: the records that name a changed or
+deleted id, and the records a changed or deleted record names (evidence -> its claim's record,
+accelerator -> sources); they live in files the hook was not given."""
 
 from __future__ import annotations
 
@@ -34,3 +35,9 @@ def _outgoing(kb: KnowledgeBase) -> Iterator[tuple[str, str]]:
 def referencing(kb: KnowledgeBase, ids: set[str]) -> set[str]:
     """Ids of the records that reference any of `ids` (directly)."""
     return {rid for rid, target in _outgoing(kb) if target in ids and rid not in ids}
+
+
+def referenced_by(kb: KnowledgeBase, ids: set[str]) -> set[str]:
+    """Ids that the records `ids` reference (directly): what an edit or deletion of them can
+    break, e.g. the claim record whose `measured` row an evidence record confirms."""
+    return {target for rid, target in _outgoing(kb) if rid in ids and target not in ids}

@@ -5,6 +5,10 @@ that holds YAML. Several codes may be listed: `# flopkb: ignore[FKB201, FKB202]`
 that suppresses nothing is itself reported (FKB701, a warning), so stale ones do not pile up.
 Only real YAML comments count: the same text inside a scalar (a quoted string, a `|` block of
 prose) is content, found out from the composed node tree.
+
+Some findings are never suppressed: loading and structure (FKB1xx: a record that does not load
+would otherwise vanish with every reference to it) and a reference to a record that failed to
+load (FKB303). A comment naming one of them is itself reported (FKB701).
 """
 
 from __future__ import annotations
@@ -23,7 +27,19 @@ from flopkb.load import Limits, compose_node
 MARKER = b"flopkb:"
 _COMMENT = re.compile(r"#\s*flopkb:\s*ignore\[([^\]]*)\]")
 UNUSED = "FKB701"
-UNUSED_SUMMARY = "an inline `# flopkb: ignore[CODE]` comment suppresses nothing (or names no rule)"
+UNUSED_SUMMARY = (
+    "an inline `# flopkb: ignore[CODE]` comment suppresses nothing (names no rule, or a rule "
+    "that is never suppressed)"
+)
+# a pull request must not be able to make a record disappear: these are reported whatever the
+# record's comments say
+UNSUPPRESSIBLE_PREFIXES = ("FKB1",)
+UNSUPPRESSIBLE_CODES = frozenset({"FKB303"})
+
+
+def suppressible(code: str) -> bool:
+    """Whether an inline comment may suppress findings of `code`."""
+    return not code.startswith(UNSUPPRESSIBLE_PREFIXES) and code not in UNSUPPRESSIBLE_CODES
 
 
 @dataclass(frozen=True)
@@ -124,7 +140,7 @@ def apply(
     kept = []
     for f in findings:
         key = (f.file, f.line, f.rule)
-        if f.line and key in table and f.rule != "FKB199":
+        if f.line and key in table and suppressible(f.rule):
             used.add(key)
         else:
             kept.append(f)
@@ -143,6 +159,11 @@ def _unused(
             continue
         if s.code not in known_codes:
             message = f"`# flopkb: ignore[{s.code}]` names no rule"
+        elif not suppressible(s.code):
+            message = (
+                f"`# flopkb: ignore[{s.code}]`: {s.code} is never suppressed (loading and "
+                "structure, FKB1xx, and references to a record that failed to load, FKB303)"
+            )
         elif judged is not None and s.code not in judged:
             continue
         else:

@@ -12,7 +12,7 @@ Then the selection (`select`/`ignore`, excluded paths) and inline suppressions a
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,10 +21,10 @@ from flopkb import budget, suppression
 from flopkb.check import load_checks, run_checks
 from flopkb.check.base import RULES
 from flopkb.findings import Finding, Severity, sorted_findings
-from flopkb.kb import display_path, gc_paused, load_files
+from flopkb.kb import KnowledgeBase, display_path, gc_paused, load_files
 from flopkb.load import Limits, load_finding
 from flopkb.paths import bundled_root
-from flopkb.referencing import referencing
+from flopkb.referencing import referenced_by, referencing
 from flopkb.selection import Selection, excluded
 from flopkb.walk import (
     RECORD_SUFFIXES,
@@ -166,6 +166,12 @@ def _unique(paths: Iterable[Path]) -> list[Path]:
     return list(seen.values())
 
 
+def _ids_of(kb: KnowledgeBase, paths: Iterable[Path]) -> set[str]:
+    """Record ids defined in `paths` (an id may differ from its file stem: FKB125)."""
+    wanted = {os.path.abspath(p) for p in paths}
+    return {rid for rid, path in kb.files.items() if os.path.abspath(path) in wanted}
+
+
 def _kb_info(root: Path | None) -> dict[str, Any] | None:
     if root is None:
         return None
@@ -184,6 +190,7 @@ def validate(
     exclude: Sequence[str] = (),
     changed: bool = False,
     deleted: Sequence[Path] = (),
+    deleted_referenced: Collection[str] | None = (),
 ) -> ValidationResult:
     """Load, check and collect every finding; raises ValidationInputError only for a bad path.
 
@@ -191,7 +198,9 @@ def validate(
     `selection`: rule codes to report (`SelectionError` for a code that matches no rule).
     `exclude`: globs of record paths (relative to their KB root) that are not part of the run.
     `changed`: the paths are the changed files of a commit, `deleted` the removed ones: report on
-    them and on every record that references one of their ids.
+    them, on every record that references one of their ids, and on every record they (or, for
+    `deleted_referenced`, the deleted files' committed versions) reference; None there (what the
+    deleted files referenced is not known) reports on the whole KB.
     """
     limits = limits or Limits()
     selection = selection or Selection()
@@ -220,9 +229,12 @@ def validate(
     shown_paths = list(report)
     cwd = os.getcwd()
     if changed:
-        ids = {p.stem for p in [*report, *deleted]}
-        shown_paths += [kb.files[rid] for rid in sorted(referencing(kb, ids)) if rid in kb.files]
-        shown_paths = _unique(shown_paths)
+        given_ids = {p.stem for p in report} | _ids_of(kb, report)
+        ids = given_ids | {p.stem for p in deleted}
+        # both ways: what references them, and what they reference (evidence backs a claim row)
+        near = referencing(kb, ids) | referenced_by(kb, given_ids) | set(deleted_referenced or ())
+        shown_paths += [kb.files[rid] for rid in sorted(near) if rid in kb.files]
+        shown_paths = _unique(shown_paths if deleted_referenced is not None else loaded)
     if len(loaded) != len(shown_paths):
         shown = {display_path(p, cwd) for p in shown_paths} | {f.file for f in targets.scoped}
         # an internal error (FKB199) names the KB, not a file: it must never be filtered away

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from flopkb.check.base import CheckContext, check, rule
+from flopkb.check.references import unloaded_reference
 from flopkb.findings import Finding, Severity
 from flopkb.model import EvidenceRecord
 from flopkb.verify import registry
@@ -44,8 +45,11 @@ def _one_evidence(ctx: CheckContext, eid: str, ev: EvidenceRecord) -> Iterator[F
     if ev.claim is not None:
         found = kb.claim(ev.claim)
         if found is None:
-            # a claim in a record (or row) that failed to load has its own findings there
-            if ev.claim not in kb.unloaded and ev.claim.partition("/")[0] not in kb.unloaded:
+            # a claim in a record (or row) that failed to load: FKB303, never silently dropped
+            unloaded = unloaded_reference(ctx, eid, ("claim",), ev.claim, "claim")
+            if unloaded is not None:
+                yield unloaded
+            else:
                 yield ctx.finding(UNKNOWN_CLAIM, eid, ("claim",),
                                   f"claim {ev.claim!r} does not exist",
                                   hint="claims are <class record id>/<row id>")

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import networkx as nx
 
 from flopkb.check.base import CheckContext, check, rule
+from flopkb.check.references import unloaded_reference
 from flopkb.findings import Finding, Severity
 from flopkb.formula import FormulaError
 from flopkb.hardware import HardwareModel, MissingInput, NotApplicable, parsed
@@ -75,7 +76,6 @@ def values_of(ctx: CheckContext) -> QuantityValues:
 @check
 def quantity_formulas(ctx: CheckContext) -> Iterator[Finding]:
     """FKB401/402/403: formulas parse, name only quantities, form no cycle."""
-    kb = ctx.kb
     values = values_of(ctx)
     graph: nx.DiGraph = nx.DiGraph()
     for qid, formula in sorted(values.formulas.items()):
@@ -84,10 +84,10 @@ def quantity_formulas(ctx: CheckContext) -> Iterator[Finding]:
             continue
         for name in sorted(formula.names):
             if name not in values.quantities:
-                if name not in kb.unloaded:
-                    yield ctx.finding(
-                        NOT_A_QUANTITY, qid, ("formula",), f"{name!r} is not a quantity record"
-                    )
+                unloaded = unloaded_reference(ctx, qid, ("formula",), name, "formula")
+                yield unloaded or ctx.finding(
+                    NOT_A_QUANTITY, qid, ("formula",), f"{name!r} is not a quantity record"
+                )
             elif name in values.formulas:
                 graph.add_edge(qid, name)
     reported: set[frozenset[str]] = set()

@@ -1,4 +1,5 @@
-"""Forged or silly values: evidence dated in the future or before its accelerator existed.
+"""Forged or silly values: evidence dated in the future or before its accelerator existed, and
+spec values beyond any device's scale.
 
 Such evidence is reported here and never becomes a claim's latest verdict
 (`flopkb.plausibility`, used by `flopkb.verify.evidence.latest`).
@@ -20,6 +21,32 @@ EVIDENCE_TOO_EARLY = rule(
     "FKB509", Severity.error,
     "evidence is dated before its accelerator existed (the earliest source the part cites)",
 )  # fmt: skip
+
+
+# No datasheet figure of a device is beyond 10^24 (or below 10^-24) in any SI-prefixed unit:
+# the largest, a rack's FLOP/s written in FLOP/s, is ~10^18. Figures past it are typos or
+# attacks, and their quotients overflow what the commands compute from them.
+SPEC_SCALE = 1e24
+ABSURD_SPEC = rule(
+    "FKB423", Severity.error,
+    f"a spec value is beyond any device's scale (|value| above {SPEC_SCALE:.0e} or below "
+    f"{1 / SPEC_SCALE:.0e} in its unit, zero excepted)",
+)  # fmt: skip
+
+
+@check
+def spec_scales(ctx: CheckContext) -> Iterator[Finding]:
+    """FKB423 over every accelerator's specs."""
+    for acc_id, acc in sorted(ctx.kb.accelerators.items()):
+        for qid, spec in sorted(acc.specs.items()):
+            value = spec.value
+            if value is None or value == 0 or 1 / SPEC_SCALE <= abs(value) <= SPEC_SCALE:
+                continue
+            yield ctx.finding(
+                ABSURD_SPEC, acc_id, ("specs", qid, "value"),
+                f"specs.{qid}: {value:g} {spec.unit} is beyond any device's scale",
+                "check the figure and its unit against the source",
+            )  # fmt: skip
 
 
 @check

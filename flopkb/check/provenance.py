@@ -24,6 +24,7 @@ from flopkb.check.formulas import (
     parsed,
     values_of,
 )
+from flopkb.check.references import unloaded_reference
 from flopkb.derived import judge, quantity_unit
 from flopkb.findings import Finding, Severity
 from flopkb.formula import FormulaError
@@ -267,6 +268,10 @@ def _derived(ctx: CheckContext, rid: str, record: ClassRecord, i: int) -> Iterat
     if isinstance(formula, FormulaError):
         yield ctx.finding(BAD_FORMULA, rid, (*at, "formula"), str(formula))
         return
+    for name in sorted(formula.names - ctx.kb.quantities.keys()):
+        unloaded = unloaded_reference(ctx, rid, (*at, "formula"), name, "formula")
+        if unloaded is not None:
+            yield unloaded
     unknown = sorted(
         n for n in formula.names if n not in ctx.kb.quantities and n not in ctx.kb.unloaded
     )

@@ -1,6 +1,8 @@
 """Rule 4 of DESIGN: every reference names a record that exists and has the right kind.
 
-A reference to a file that failed to load is not reported again: that file has its own findings.
+A reference to a file that failed to load is FKB303, not FKB301: that file has its own findings,
+and the reference is reported as what it is, so that the referencing record is never silently
+clean (neither FKB303 nor the loading findings can be suppressed inline).
 """
 
 from __future__ import annotations
@@ -15,6 +17,24 @@ from flopkb.model import AcceleratorRecord, ClassRecord, QuantityRecord, SourceR
 
 MISSING = rule("FKB301", Severity.error, "a reference names a record that does not exist")
 WRONG_KIND = rule("FKB302", Severity.error, "a reference names a record of the wrong kind")
+UNLOADED = rule(
+    "FKB303", Severity.error,
+    "a reference names a record (or claim row) that failed to load; never suppressed inline",
+)  # fmt: skip
+
+
+def unloaded_reference(
+    ctx: CheckContext, rid: str, path: tuple[str | int, ...], target: str, what: str
+) -> Finding | None:
+    """FKB303 when `target` (or, for a claim, its record) is a file that failed to load."""
+    unloaded = ctx.kb.unloaded
+    file = unloaded.get(target) or unloaded.get(target.partition("/")[0])
+    if file is None:
+        return None
+    return ctx.finding(
+        UNLOADED, rid, path, f"{what}: {target!r} is in a record that failed to load ({file})",
+        "fix that file first: its own findings say why it does not load",
+    )  # fmt: skip
 
 _NOUN = {
     AcceleratorRecord: "an accelerator",
@@ -119,6 +139,12 @@ def _unresolved(
     field = dotted(path)
     if found is None:
         if target in kb.unloaded:
+            yield ctx.finding(
+                UNLOADED, rid, path,
+                f"{field}: {target!r} is a record that failed to load ({kb.unloaded[target]}); "
+                f"expected {noun}",
+                "fix that file first: its own findings say why it does not load",
+            )  # fmt: skip
             return
         close = hints.closest(target, expected)
         hint = f"did you mean {close!r}?" if close else None

@@ -95,7 +95,12 @@ def _num(value: float | None) -> str:
 
 
 def _ratio(value: float | None) -> str:
-    return "-" if value is None else f"x{value:.2f}"
+    """x1.43; far from 1 (absurd specs) in exponent form, never 300 digits nor a false x0.00."""
+    if value is None:
+        return "-"
+    if value != 0 and not 0.01 <= abs(value) < 1e6:
+        return f"x{value:.3g}"
+    return f"x{value:.2f}"
 
 
 def _bare(node: str) -> str:

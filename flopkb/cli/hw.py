@@ -124,11 +124,15 @@ def compare(
     ordered = sorted(data["quantities"], key=lambda r: not r["differs"])
     for r in ordered:
         style = "bold" if r["differs"] else "dim"
+        # a ratio hw_compare could not give (it overflows, or divides by ~0) points to the note
+        ratio = "n/a*" if r.get("note") else _num(r["ratio"])
         table.add_row(
-            r["quantity"], r["kind"], r["unit"], _num(r["a"]), _num(r["b"]), _num(r["ratio"]),
-            style=style,
+            r["quantity"], r["kind"], r["unit"], _num(r["a"]), _num(r["b"]), ratio, style=style,
         )  # fmt: skip
     console.print(table)
+    notes = sorted({r["note"] for r in ordered if r.get("note")})
+    for note in notes:
+        console.print(f"* {note}", markup=False, highlight=False)
     claims = IdTable(title=f"claims that depend on what differs ({len(data['claims'])})")
     for column in ("claim", "quantity", "via", "basis", "magnitude"):
         claims.add_column(column, whole=column in WHOLE)

@@ -6,8 +6,6 @@ given on the command line overrides its key.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from enum import Enum
 from pathlib import Path
@@ -21,9 +19,9 @@ from flopkb.escape import visible
 from flopkb.load import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, Limits
 from flopkb.report import FORMATTERS
 from flopkb.selection import Selection, SelectionError
+from flopkb.staged import Staged, StagedError, staged_deletions
 from flopkb.validate import ValidationInputError
 from flopkb.validate import validate as validate_paths
-from flopkb.walk import RECORD_SUFFIXES, records_dir
 
 # One choice per formatter, so a new format needs one edit (in flopkb/report.py).
 ValidateFormat = Enum("ValidateFormat", {name: name for name in FORMATTERS}, type=str)
@@ -34,29 +32,6 @@ def _codes(values: list[str] | None) -> tuple[str, ...] | None:
     if values is None:
         return None
     return tuple(c.strip() for v in values for c in v.split(",") if c.strip())
-
-
-def staged_deletions(kb_root: Path) -> list[Path]:
-    """Record files of this KB deleted (or renamed away) in the git index: what pre-commit
-    never passes to a hook, yet what breaks the references of the records that remain."""
-    try:
-        top = subprocess.run(
-            ["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True,
-            check=True, timeout=30, cwd=kb_root,
-        ).stdout.strip()  # fmt: skip
-        names = subprocess.run(
-            ["git", "diff", "--cached", "--name-only", "--diff-filter=DR", "--no-renames", "-z"],
-            capture_output=True, text=True, check=True, timeout=30, cwd=top,
-        ).stdout  # fmt: skip
-    except (OSError, subprocess.SubprocessError) as exc:
-        fail(f"--changed needs a git repository to find deleted records: {exc}")
-    records = os.path.abspath(records_dir(kb_root)) + os.sep
-    out = []
-    for name in filter(None, names.split("\0")):
-        path = os.path.join(top, name)
-        if path.startswith(records) and path.endswith(RECORD_SUFFIXES):
-            out.append(Path(path))
-    return out
 
 
 def validate(
@@ -94,8 +69,9 @@ def validate(
         bool,
         typer.Option(
             "--changed",
-            help="pre-commit: PATHS are the changed files; also report records that reference "
-            "them or a record file deleted in the git index",
+            help="pre-commit: PATHS are the changed files; also report the records that "
+            "reference them or a record file deleted in the git index, and the records they "
+            "reference (evidence -> its claim)",
         ),
     ] = False,
     max_bytes: Annotated[
@@ -118,7 +94,12 @@ def validate(
     )
     if changed and where is None:
         fail("--changed needs a KB: no records/ folder or flopkb config found above the files")
-    deleted = staged_deletions(where.root) if changed and where is not None else []
+    staged = Staged()
+    if changed and where is not None:
+        try:
+            staged = staged_deletions(where.root, Limits(max_bytes=max_bytes, max_depth=max_depth))
+        except StagedError as exc:
+            fail(f"--changed needs a git repository to find deleted records: {exc}")
     targets = given if (given or changed) else [where.root]  # type: ignore[union-attr]
     try:
         result = validate_paths(
@@ -130,7 +111,8 @@ def validate(
             selection=selection,
             exclude=tuple(exclude) if exclude is not None else config.exclude,
             changed=changed,
-            deleted=deleted,
+            deleted=staged.deleted,
+            deleted_referenced=staged.referenced,
         )
     except (ValidationInputError, SelectionError) as exc:
         fail(str(exc))

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from flopkb.hardware import HardwareModel
+from flopkb.hardware import HardwareModel, finite_ratio
 from flopkb.model import AcceleratorRecord, QuantityRecord, Spec
 
 Status = Literal["spec", "override", "computed", "null", "missing", "error"]
@@ -88,7 +88,5 @@ class PartValues:
 
 
 def ratio(a: float | None, b: float | None) -> float | None:
-    """b / a, or None where either is absent or a is zero."""
-    if a is None or b is None or a == 0:
-        return None
-    return b / a
+    """b / a, or None where either is absent, a is (about) zero, or the ratio is not finite."""
+    return finite_ratio(a, b)

@@ -169,13 +169,17 @@ def experiment_module(name: str, kb_root: Path | None = None):
 
 
 def match_accelerator(kb, gpu_name: str | None) -> str | None:
-    """The accelerator record whose `match` regexes (case-insensitive) match the GPU name."""
-    import re
+    """The accelerator record whose `match` regexes (case-insensitive) match the GPU name.
+
+    Patterns are compiled under `flopkb.matching`'s bounds: one that validation refuses (FKB420)
+    matches nothing here, and matching never raises.
+    """
+    from flopkb.matching import matches
 
     if not gpu_name:
         return None
     for acc_id, acc in sorted(kb.accelerators.items()):
-        if any(re.search(pattern, gpu_name, re.IGNORECASE) for pattern in acc.match):
+        if matches(acc.match, gpu_name):
             return acc_id
     return None
 

@@ -39,12 +39,15 @@ def test_both_hooks_run_on_every_commit() -> None:
     # pre-commit skips a hook whose files match nothing: a commit that only deletes would pass
     assert all(h["always_run"] for h in HOOKS)
     assert hook("flopkb-validate-all")["pass_filenames"] is False
-    assert hook("flopkb-validate")["entry"] == "flopkb validate --changed"
+    assert hook("flopkb-validate")["entry"] == "flopkb validate --changed --"
 
 
-def entry_args(hook_id: str, files: list[str]) -> list[str]:
+def entry_args(hook_id: str, files: list[str], options: tuple[str, ...] = ()) -> list[str]:
+    """The hook's command line; `options` go before the entry's `--` (which ends its options)."""
     h = hook(hook_id)
     args = h["entry"].split()[1:]
+    at = args.index("--") if "--" in args else len(args)
+    args[at:at] = options
     return args + (files if h["pass_filenames"] else [])
 
 
@@ -56,7 +59,7 @@ def test_deleting_a_cited_source_fails(
     git(repo, "rm", "-q", CITED)
     monkeypatch.chdir(repo)
     # pre-commit passes only files that exist: none here
-    result = runner.invoke(app, [*entry_args(hook_id, []), "-f", "json"])
+    result = runner.invoke(app, entry_args(hook_id, [], ("-f", "json")))
     assert result.exit_code == 1, result.output
     data = json.loads(result.stdout)
     assert {(e["file"], e["rule"]) for e in data["errors"]} == {
@@ -75,8 +78,9 @@ def test_changed_file_reports_the_records_that_reference_it(
     monkeypatch.chdir(repo)
     changed = ["records/quantities/hbm_bandwidth.yaml"]
     without = json.loads(runner.invoke(app, ["validate", *changed, "-f", "json"]).stdout)
-    with_refs = json.loads(runner.invoke(app, [*entry_args("flopkb-validate", changed),
-                                               "-f", "json"]).stdout)  # fmt: skip
+    with_refs = json.loads(
+        runner.invoke(app, entry_args("flopkb-validate", changed, ("-f", "json"))).stdout
+    )
     files = {e["file"] for e in with_refs["errors"]}
     # the accelerator specifies it, the computed ridge point divides by it
     assert "records/accelerators/h100-sxm.yaml" in files
@@ -89,7 +93,7 @@ def test_a_clean_commit_passes_and_reports_on_the_changed_file_only(
 ) -> None:
     repo = make_repo(tmp_path)
     monkeypatch.chdir(repo)
-    result = runner.invoke(app, [*entry_args("flopkb-validate", [CITED]), "-f", "json"])
+    result = runner.invoke(app, entry_args("flopkb-validate", [CITED], ("-f", "json")))
     assert result.exit_code == 0, result.stdout
 
 
