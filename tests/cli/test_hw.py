@@ -59,7 +59,7 @@ def test_show_computes_the_derived_rows_of_the_part() -> None:
     )
     rows = {d["claim"]: d for d in json.loads(result.stdout)["derived"]}
     int8 = rows["int8-gemm/int8-native-beats-emulated"]
-    # int8_to_bf16_ratio on the H200's datasheet (1979 TOPS / 989 TFLOP/s); qualitative: not compared
+    # int8_to_bf16_ratio on the H200 datasheet (1979 TOPS / 989 TFLOP/s); qualitative: not judged
     assert int8["value"] == pytest.approx(1979 / 989, rel=1e-3)
     assert int8["agrees"] is None
     text = runner.invoke(app, [*_kb_args(), "hw", "show", "h200-sxm"], env={"COLUMNS": "200"})
