@@ -22,6 +22,13 @@ MAX_ITEMS = 10_000
 MAX_NUMBER_CHARS = 32
 # Findings reported per file; the rest are counted in one FKB116 finding.
 MAX_FINDINGS_PER_FILE = 100
+# What a finding echoes of the record: an id (the `[record]` of every finding of its file) or a
+# word of a message longer than ECHO_MAX_CHARS shows as its first ECHO_KEEP_CHARS and its length
+# (a valid id has at most 120 characters, so it is never cut); a message or hint longer than
+# MESSAGE_MAX_CHARS is cut the same way. A 1 MiB id once printed 104 MB.
+ECHO_MAX_CHARS = 160
+ECHO_KEEP_CHARS = 80
+MESSAGE_MAX_CHARS = 2000
 # A computed-quantity or claim formula longer than this is refused (FKB401).
 MAX_FORMULA_CHARS = 500
 # A magnitude longer than this does not parse (FKB203): the grammar's longest form is ~30.
