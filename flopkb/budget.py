@@ -40,5 +40,13 @@ HINT_MAX_CANDIDATES = 24
 # ... and the hints of one record scan at most this many words of prose in all (a 1 MiB prose
 # of 150,000 words gets two hints; a prose of 1,000 words gets 300).
 HINT_WORDS_PER_RECORD = 300_000
+# `graph render`: the picture of a KB too large for these is refused (exit 1, one line saying
+# which limit and what to do: --focus, graphviz, .svg) before anything is drawn. A PNG canvas is
+# held whole in memory (4 bytes a pixel at 150 dpi): a 9,000-row record once asked for 3390 x
+# 325,699 px and 4.9 GB. matplotlib builds one object per node and edge (20,000 small records
+# took 10.2 GB); graphviz drew the same KBs in 6-28 s, so it is allowed far more.
+PICTURE_MAX_PIXELS = 50_000_000
+PICTURE_MAX_SIDE_PX = 32_000
+PICTURE_MAX_ITEMS = {"matplotlib": 4_000, "graphviz": 100_000}
 # Evidence dated later than now plus this is from the future (FKB508): machines' clocks drift.
 CLOCK_SKEW = dt.timedelta(days=1)
