@@ -322,3 +322,24 @@ def test_a_picture_over_the_budget_is_refused_before_drawing(
     assert drawn == [] and list(tmp_path.iterdir()) == []
     render(kg, tmp_path / "g.svg", engine="matplotlib")  # an SVG has no canvas to hold
     assert drawn == ["drawn"]
+
+
+def test_a_record_of_thousands_of_rows_is_refused_not_drawn(tmp_path: Path) -> None:
+    """Issue 18: a 9,000-row record took 375 s and 4.9 GB to draw (a 3390 x 325,699 canvas)."""
+    from flopkb.graph.render import PictureTooLarge
+
+    kb_root = tmp_path / "kb"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "cases/valid/small-kb", kb_root)
+    rows = "".join(f"    - {{id: r{i}, quantity: bf16_tensor_flops, effect: 'runs on tensor "
+                   "cores', magnitude: qualitative, basis: unverified}\n" for i in range(3000))
+    (kb_root / "records/classes/many-rows.yaml").write_text(
+        "schema_version: 2\nid: many-rows\nkind: operator\ntitle: t\n"
+        "history: [{date: 2026-11-30, by: b, note: n}]\naffected_by_hardware: [h100-sxm]\n"
+        f"prose: it runs on tensor cores\nflop:\n  hardware_parameters:\n{rows}"
+    )
+    kb, _ = load_kb(kb_root)
+    kg = KBGraph.from_kb(kb)
+    for engine in ("matplotlib", "graphviz"):
+        with pytest.raises(PictureTooLarge, match="nodes"):
+            render(kg, tmp_path / "big.png", engine=engine)
+    assert not (tmp_path / "big.png").exists()
