@@ -60,7 +60,7 @@ def test_signal_during_render_removes_the_temp_file_and_ends_dot(
     )  # fmt: skip
     dot = 0
     try:
-        dot = int(_wait_for(pid_file, 60))
+        dot = int(_wait_for(pid_file, 180))  # a bound on a wait, not a timing: loaded CI
         assert [p.name[:4] for p in out_dir.iterdir()] == [".kb."]  # the temp file
         proc.send_signal(signum)
         _, err = proc.communicate(timeout=60)
