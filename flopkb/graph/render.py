@@ -11,7 +11,9 @@ otherwise matplotlib (the optional `flopkb[plot]` extra) draws the very same lay
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
+import threading
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -228,16 +230,50 @@ def _graphviz(sub: nx.DiGraph, tmp: Path, lay: picture.Layout, legend: list[Any]
     if dot is None:
         raise RenderError("graphviz `dot` is not on PATH")
     # neato -n2 keeps the positions given: the same layout as the matplotlib drawing
-    proc = subprocess.run(
-        [dot, "-Kneato", "-n2", f"-Gdpi={PNG_DPI}" if tmp.suffix.lower() == ".png" else "-Gdpi=72",
-         f"-T{tmp.suffix[1:].lower()}", "-o", str(tmp)],
-        input=picture.positioned_dot(lay, sub, legend, RELATION_STYLE).encode(),
-        capture_output=True,
-        timeout=300,
-        check=False,
+    args = [dot, "-Kneato", "-n2", f"-Gdpi={PNG_DPI}" if tmp.suffix.lower() == ".png" else
+            "-Gdpi=72", f"-T{tmp.suffix[1:].lower()}", "-o", str(tmp)]
+    data = picture.positioned_dot(lay, sub, legend, RELATION_STYLE).encode()
+    returncode, stderr = _run_child(args, data, timeout=300)
+    if returncode != 0:
+        raise RenderError(f"dot failed: {stderr.decode(errors='replace').strip()[:300]}")
+
+
+# Signals the CLI turns into exceptions (flopkb.cli.interrupts): held while the child starts
+_HELD = (signal.SIGINT, signal.SIGTERM)
+
+
+def _run_child(args: list[str], data: bytes, timeout: float) -> tuple[int, bytes]:
+    """Run `args` with `data` on stdin; the child never outlives an exception here. A signal
+    that arrives while Popen is still starting the child (after the fork, before Popen returns:
+    a window a loaded machine widens) would raise where nothing holds the child's pid, and leave
+    it running: so the signals are held until Popen has returned (the child gets the mask it had
+    before), and an exception from then on kills the child before it propagates."""
+    hold = hasattr(signal, "pthread_sigmask") and (
+        threading.current_thread() is threading.main_thread()
     )
-    if proc.returncode != 0:
-        raise RenderError(f"dot failed: {proc.stderr.decode(errors='replace').strip()[:300]}")
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD) if hold else None
+
+    def restore() -> None:
+        if before is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+    try:
+        proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, preexec_fn=restore if hold else None)
+    except BaseException:
+        restore()
+        raise
+    with proc:
+        try:
+            restore()  # a signal held meanwhile is handled here, where the child can be killed
+            _, stderr = proc.communicate(data, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise RenderError(f"dot took longer than {timeout:.0f} s") from None
+        except BaseException:
+            proc.kill()
+            raise
+    return proc.returncode, stderr
 
 
 def _matplotlib(sub: nx.DiGraph, tmp: Path, lay: picture.Layout, legend: list[Any]) -> None:

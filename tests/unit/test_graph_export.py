@@ -7,7 +7,10 @@ import io
 import itertools
 import json
 import math
+import os
 import shutil
+import signal
+import subprocess
 import xml.etree.ElementTree as ET
 from itertools import pairwise
 from pathlib import Path
@@ -343,3 +346,36 @@ def test_a_record_of_thousands_of_rows_is_refused_not_drawn(tmp_path: Path) -> N
         with pytest.raises(PictureTooLarge, match="nodes"):
             render(kg, tmp_path / "big.png", engine=engine)
     assert not (tmp_path / "big.png").exists()
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="POSIX signal masks")
+def test_a_signal_while_dot_starts_leaves_no_dot_behind(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A signal after the fork but before Popen returns (the window a loaded machine widens:
+    tests/cli/test_interrupts.py failed so beside a CPU hog) raised where nothing held the
+    child, which kept running. Now it is held until the child can be killed."""
+    from flopkb.graph.render import _run_child
+
+    class Stop(BaseException):
+        pass
+
+    def handler(signum: int, frame: object) -> None:
+        raise Stop
+
+    started: list[int] = []
+    original = subprocess.Popen._execute_child  # type: ignore[attr-defined]
+
+    def starting(self: subprocess.Popen[bytes], *args: object, **kwargs: object) -> None:
+        original(self, *args, **kwargs)
+        started.append(self.pid)
+        os.kill(os.getpid(), signal.SIGTERM)  # arrives before Popen has returned
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", starting)
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        with pytest.raises(Stop):
+            _run_child(["sleep", "60"], b"", timeout=30)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert started
+    with pytest.raises(ProcessLookupError):  # killed and reaped
+        os.kill(started[0], 0)
