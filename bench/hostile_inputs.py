@@ -5,7 +5,8 @@ KB of the tests and times `flopkb.validate.validate` on that KB in this process 
 `--repeat`), beside the same KB without the hostile record (the baseline of the same run). The
 cases are the time bombs found by attacking the validator: the closest-span hint, many keys,
 many findings, huge numbers, deep nesting, aliases, many claim rows, unresolved references and
-inline suppression comments.
+inline suppression comments, rows of sized magnitudes over long prose, and a 1M-character id
+(each report's size in every format is recorded too).
 
 Target (README, "Resource budget"): any record under the size limit validates in well under a
 second. Writes bench/results/hostile_inputs.json with the figures, the machine and the command.
@@ -29,6 +30,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from flopkb import budget  # noqa: E402
+from flopkb.report import FORMATTERS  # noqa: E402
 from flopkb.validate import validate  # noqa: E402
 
 SMALL_KB = REPO / "tests" / "cases" / "valid" / "small-kb"
@@ -187,6 +189,25 @@ def trailing_suppressions() -> tuple[str, str]:
     return "sources/trailing.yaml", "id: trailing\n" + HEAD + HISTORY + "x:\n" + body
 
 
+def rows_over_prose() -> tuple[str, str]:
+    """Half a megabyte of prose under as many `6x at 2048` / `6x at 2K` rows as fit (issue 18:
+    the prose's number tokens were found again for every row, 36-232 s)."""
+    prose = _words(LIMIT // 2, 7) + " SSD is 6x faster at 2048 tokens and 6x faster at 2K."
+    rows = _fill(
+        lambda i: f"    - {{id: r{i}, quantity: bf16_tensor_flops, effect: '6x faster at "
+        f"{('2048 tokens', '2K')[i % 2]}', magnitude: '6x at {('2048', '2K')[i % 2]}', "
+        "basis: unverified}\n",
+        LIMIT // 2 - 200,
+    )
+    text = f"id: rows-prose\n{CLASS_HEAD}prose: {prose}\nflop:\n  hardware_parameters:\n{rows}"
+    return "classes/rows-prose.yaml", text
+
+
+def huge_id() -> tuple[str, str]:
+    """A ~1M-character invalid id (issue 18: it was the `[record]` of every finding, 104 MB)."""
+    return "sources/huge-id.yaml", "id: " + "a" * (LIMIT - 200) + "\n" + HEAD + HISTORY
+
+
 CASES: dict[str, Callable[[], tuple[str, str]]] = {
     "many keys in one mapping": many_keys,
     "many keys in one flow mapping": flow_keys,
@@ -205,6 +226,8 @@ CASES: dict[str, Callable[[], tuple[str, str]]] = {
     "inline suppressions on their own lines": suppression_comments,
     "trailing inline suppressions": trailing_suppressions,
     "extract bait: 1 MiB sentence of figures": extract_bait_prose,
+    "rows of `6x at 2048` over long prose": rows_over_prose,
+    "a 1M-character id": huge_id,
 }
 
 
@@ -268,6 +291,7 @@ def main() -> None:
             path.write_bytes(data)
             seconds, cpu, result = _time(folder, args.repeat)
             rules = sorted({f.rule for f in result.findings})
+            printed = {fmt: len(render(result)) for fmt, render in FORMATTERS.items()}
             rows.append(
                 {
                     "case": name,
@@ -279,6 +303,7 @@ def main() -> None:
                     "findings": len(result.findings),
                     "rules": rules,
                     "exit_code": result.exit_code,
+                    "report_bytes": printed,
                 }
             )
             print(f"{name:48s} {seconds:7.3f} s (cpu {cpu:6.3f})  {len(data):>8d} B  "

@@ -20,7 +20,7 @@ from typing import Any
 from flopkb import budget, suppression
 from flopkb.check import load_checks, run_checks
 from flopkb.check.base import RULES
-from flopkb.findings import Finding, Severity, sorted_findings
+from flopkb.findings import Finding, Severity, full_records, sorted_findings
 from flopkb.kb import KnowledgeBase, display_path, gc_paused, load_files
 from flopkb.load import Limits, load_finding
 from flopkb.paths import bundled_root
@@ -72,9 +72,10 @@ class ValidationResult:
 
     def as_dict(self) -> dict[str, Any]:
         """DESIGN's JSON contract (ok, records, errors, warnings) plus hint, severity, notes
-        and the KB that was checked."""
+        and the KB that was checked. A record id the findings show cut is given whole once, in
+        `full_records` (cut id -> id)."""
 
-        return {
+        data: dict[str, Any] = {
             "ok": self.ok,
             "kb": self.kb,
             "records": self.records,
@@ -82,6 +83,9 @@ class ValidationResult:
             "warnings": [f.as_dict() for f in self.warnings],
             "notes": [f.as_dict() for f in self.notes],
         }
+        if full := full_records(self.findings):
+            data["full_records"] = full
+        return data
 
 
 def _kb_root_of(path: Path) -> Path | None:

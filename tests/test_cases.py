@@ -18,8 +18,9 @@ import yaml
 from flopkb.budget import MAX_FINDINGS_PER_FILE
 from flopkb.check import load_checks
 from flopkb.check.base import RULES
-from flopkb.findings import Finding
+from flopkb.findings import Finding, full_records
 from flopkb.load import DEFAULT_MAX_BYTES, LOAD_RULES
+from flopkb.report import FORMATTERS
 from flopkb.validate import validate
 
 CASES = Path(__file__).parent / "cases"
@@ -136,7 +137,8 @@ def test_every_rule_has_a_case() -> None:
 # Hostile records too big to commit (issue 12): each writer puts one record of scale `n` into a
 # copy of small-kb and returns the findings it must give. A neighbour carries a canary finding,
 # so the case also shows that the hostile record hides nothing. Time cases run at n and 4n and
-# assert linearity loosely (CI machines are slow and noisy: a ratio, never absolute seconds).
+# assert linearity loosely (CI machines are slow, noisy and shared: a ratio of CPU times with a
+# 2x margin, best of interleaved rounds, never absolute seconds).
 CANARY = ("records/sources/dao-gu-2024-ssd.yaml", "titel: a misspelt field, still reported\n")
 
 
@@ -185,47 +187,112 @@ def _span_bomb(folder: Path, n: int) -> list[tuple[str, str, int]]:
     return [("FKB201", "records/classes/mamba2-ssd.yaml", line)]
 
 
+def _rows_over_prose(folder: Path, n: int) -> list[tuple[str, str, int]]:
+    """Prose of n characters under n/100 verbatim rows of `6x at 2048` / `6x at 2K` (issue 18:
+    the prose's number tokens were found again for every row, 36-232 s at 1 MiB)."""
+    words = ["scan", "ssd", "chunk", "tensor", "faster", "kernel", "state", "gemm", "ridge"]
+    prose = " ".join(words[(i * 7) % 9] + str(i % 13) for i in range(n // 7))
+    prose += " SSD is 6x faster at 2048 tokens and 6x faster at 2K."
+    rows = "".join(
+        f"    - {{id: r{i}, quantity: bf16_tensor_flops, effect: '6x faster at "
+        f"{('2048 tokens', '2K')[i % 2]}', magnitude: '6x at {('2048', '2K')[i % 2]}', "
+        "basis: unverified}\n"
+        for i in range(n // 100)
+    )
+    (folder / "records/classes/rows-over-prose.yaml").write_text(
+        "schema_version: 2\nid: rows-over-prose\nkind: operator\ntitle: t\n"
+        "history: [{date: 2026-11-30, by: b, note: n}]\naffected_by_hardware: [h100-sxm]\n"
+        f"prose: {prose}\nflop:\n  hardware_parameters:\n{rows}"
+    )
+    return []
+
+
+def _long_id(folder: Path, n: int) -> list[tuple[str, str, int]]:
+    """A source whose id is n characters (issue 18: a 1M-character id printed 104 MB, the raw id
+    being the `[record]` of each of its findings)."""
+    path = folder / "records/sources/long-id.yaml"
+    text = (folder / "records/sources/dao-gu-2024-ssd.yaml").read_text()
+    path.write_text(text.replace("id: dao-gu-2024-ssd", "id: " + "a" * n))
+    line = next(i for i, s in enumerate(text.splitlines(), 1) if s.startswith("id:"))
+    # too long for an id (so its file stem is not compared)
+    return [("FKB121", "records/sources/long-id.yaml", line)]
+
+
 HOSTILE: dict[str, tuple[Callable[[Path, int], list[tuple[str, str, int]]], int, int]] = {
     # name: (writer, first n, largest n whose 4n still fits the case's limits)
     "many-keys-60k": (_many_keys, 15_000, 20_000),
     "many-flow-keys-70k": (_many_flow_keys, 17_500, 20_000),
     "closest-span-bomb-10kb": (_span_bomb, 2_500, 64_000),
     "suppression-comments-40k": (_suppression_comments, 10_000, 10_000),
+    "rows-over-prose-1mib": (_rows_over_prose, 16_000, 120_000),
+    "long-id-1m": (_long_id, 60_000, 250_000),
 }
+# What a report may print at most: a fixed part (SARIF's rule table, the summary) and a bounded
+# line per finding, in any format (a long id or value is shown cut; the whole id once, in JSON's
+# `full_records`)
+_REPORT_BYTES = 64 * 1024
+_MAX_BYTES_PER_FINDING = 4096
 
 
-def _hostile_run(name: str, root: Path, n: int) -> float:
-    """CPU seconds (best of 3) to validate small-kb with the hostile record of scale n; the
-    findings are checked on every run."""
-    best = float("inf")
-    for attempt in range(3):
-        folder = root / f"kb-{n}-{attempt}"
-        shutil.copytree(CASES / "valid" / "small-kb", folder)
-        expected = HOSTILE[name][0](folder, n)
-        canary = folder / CANARY[0]
-        text = canary.read_text()
-        canary.write_text(text + CANARY[1])
-        expected.append(("FKB122", CANARY[0], text.count("\n") + 1))
-        start = time.process_time()
-        result = validate(folder)
-        best = min(best, time.process_time() - start)
-        assert [f.message for f in result.findings if f.rule == "FKB199"] == []
-        assert rows(result.findings, folder) == sorted(
-            ({"rule": r, "file": f, "line": ln} for r, f, ln in expected),
-            key=lambda r: (r["file"], r["line"], r["rule"]),
-        )
-    return best
+def _hostile_run(name: str, root: Path, n: int, attempt: int) -> float:
+    """CPU seconds of this process to validate small-kb with the hostile record of scale n (CPU
+    time, not wall time: another process on the machine does not count); the findings and the
+    size of every report are checked on every run."""
+    folder = root / f"kb-{n}-{attempt}"
+    shutil.copytree(CASES / "valid" / "small-kb", folder)
+    expected = HOSTILE[name][0](folder, n)
+    canary = folder / CANARY[0]
+    text = canary.read_text()
+    canary.write_text(text + CANARY[1])
+    expected.append(("FKB122", CANARY[0], text.count("\n") + 1))
+    start = time.process_time()
+    result = validate(folder)
+    seconds = time.process_time() - start
+    assert [f.message for f in result.findings if f.rule == "FKB199"] == []
+    assert rows(result.findings, folder) == sorted(
+        ({"rule": r, "file": f, "line": ln} for r, f, ln in expected),
+        key=lambda r: (r["file"], r["line"], r["rule"]),
+    )
+    bound = _REPORT_BYTES + _MAX_BYTES_PER_FINDING * len(result.findings)
+    full = sum(len(v) for v in full_records(result.findings).values())
+    for fmt, render in FORMATTERS.items():
+        extra = full if fmt == "json" else 0
+        assert len(render(result)) <= bound + extra, f"{name}: {fmt} output is unbounded"
+    shutil.rmtree(folder)
+    return seconds
+
+
+def _best_of(name: str, root: Path, n: int, rounds: range) -> tuple[float, float]:
+    """Best CPU seconds at n and at 4n over `rounds`, the two sizes interleaved so that a change
+    of load (a neighbour on the same core, frequency scaling) lands on both alike."""
+    small = large = float("inf")
+    for attempt in rounds:
+        small = min(small, _hostile_run(name, root, n, attempt))
+        large = min(large, _hostile_run(name, root, 4 * n, attempt))
+    return small, large
+
+
+# 4x the input may cost at most this many times the time: linear gives 4x (less with the KB's
+# fixed cost), quadratic 16x; 8x is the geometric middle, a 2x margin either way.
+_LINEAR_LIMIT = 8.0
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_hostile_case_is_linear(name: str, tmp_path: Path) -> None:
-    """The hostile record gives its findings, hides none of its neighbour's, and 4x the input
-    costs at most ~6x the time (a quadratic check gives 16x). n doubles until the small run
-    takes 50 ms of CPU, so that timer noise does not decide."""
+    """The hostile record gives its findings, hides none of its neighbour's, prints a bounded
+    report, and 4x the input costs at most 8x the CPU time (a quadratic check gives 16x).
+    n doubles until the small run takes 0.1 s of CPU, so that timer noise does not decide;
+    best of 3 interleaved rounds, and 3 more before failing (a real quadratic stays at 16x)."""
     _, n, largest = HOSTILE[name]
-    small = _hostile_run(name, tmp_path, n)
-    while small < 0.05 and 2 * n <= largest:
+    # warm-up, not timed: the first validate of a process imports the check modules, and a cold
+    # first time would stop the doubling below at a size too small to time
+    _hostile_run(name, tmp_path, n, 0)
+    small = _hostile_run(name, tmp_path, n, 0)
+    while small < 0.1 and 2 * n <= largest:
         n *= 2
-        small = _hostile_run(name, tmp_path, n)
-    large = _hostile_run(name, tmp_path, 4 * n)
-    assert large <= 6 * small, f"{name}: {n} -> {small:.3f} s, {4 * n} -> {large:.3f} s"
+        small = _hostile_run(name, tmp_path, n, 0)
+    small, large = _best_of(name, tmp_path, n, range(3))
+    if large > _LINEAR_LIMIT * small:
+        more = _best_of(name, tmp_path, n, range(3, 6))
+        small, large = min(small, more[0]), min(large, more[1])
+    assert large <= _LINEAR_LIMIT * small, f"{name}: {n} -> {small:.3f} s, {4 * n} -> {large:.3f} s"

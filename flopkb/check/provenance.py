@@ -90,13 +90,25 @@ def number_tokens(text: str) -> set[str]:
     return set(_NUMBER.findall(text)) | set(_GROUPED.findall(text))
 
 
+_SIZE = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s?([A-Za-z])(?![A-Za-z0-9])")
+
+
+def size_tokens(text: str) -> set[str]:
+    """Sizes `text` quotes, a number token with a one-letter suffix, folded: "16K" and "16 k"
+    both give "16k" (one pass over the text, so a record's rows never rescan its prose)."""
+    return {number + suffix.lower() for number, suffix in _SIZE.findall(text)}
+
+
 def has_size(text: str, size: str) -> bool:
     """Whether `text` quotes the size `16K` as `16K` or `16k` (a number token with its suffix)."""
+    return _quotes_size(number_tokens(text), size_tokens(text), size)
+
+
+def _quotes_size(numbers: set[str], sizes: set[str], size: str) -> bool:
     number, suffix = size[:-1], size[-1:]
     if not suffix.isalpha():
-        return size in number_tokens(text)
-    pattern = rf"(?<![\d.]){re.escape(number)}\s?[{suffix.lower()}{suffix.upper()}](?![A-Za-z0-9])"
-    return re.search(pattern, text) is not None
+        return size in numbers
+    return number + suffix.lower() in sizes
 
 
 def _confirmed_on(kb: KnowledgeBase) -> dict[str, set[str]]:
@@ -138,7 +150,7 @@ def _record(
             )
         seen.setdefault(row.id, i)
         effect = normalise(row.effect)
-        if effect not in prose.text:
+        if not prose.contains(effect):
             if hints_left is None:
                 # the hints of one record scan its prose at most this many times in all (a 1 MiB
                 # record of 100 non-verbatim rows would otherwise scan 150,000 words 100 times)
@@ -155,11 +167,28 @@ def _record(
 
 
 class _Prose:
-    """A record's normalised prose, with its words and number tokens computed when first asked
-    (most rows are verbatim and many magnitudes are qualitative: neither is needed then)."""
+    """A record's normalised prose, with its words, number tokens and sizes computed when first
+    asked, once per record (most rows are verbatim and many magnitudes are qualitative: none is
+    needed then; a record of thousands of `6x at 2048` rows over long prose needs them once)."""
 
     def __init__(self, text: str) -> None:
         self.text = text
+        self._spans: dict[str, bool] = {}
+
+    @cached_property
+    def word_set(self) -> set[str]:
+        return set(self.words)
+
+    def contains(self, effect: str) -> bool:
+        """Whether `effect` is a span of the prose. Each distinct effect is looked up once, and
+        one whose inner words the prose never uses is refused without a scan (a scan of a 512 KiB
+        prose per row made thousands of rows cost seconds)."""
+        found = self._spans.get(effect)
+        if found is None:
+            inner = effect.split(" ")[1:-1]
+            found = all(w in self.word_set for w in inner) and effect in self.text
+            self._spans[effect] = found
+        return found
 
     @cached_property
     def words(self) -> list[str]:
@@ -168,6 +197,13 @@ class _Prose:
     @cached_property
     def tokens(self) -> set[str]:
         return number_tokens(self.text)
+
+    @cached_property
+    def sizes(self) -> set[str]:
+        return size_tokens(self.text)
+
+    def quotes_size(self, size: str) -> bool:
+        return _quotes_size(self.tokens, self.sizes, size)
 
 
 def _magnitude(
@@ -192,7 +228,7 @@ def _magnitude(
                 "a row reproduces figures the prose quotes; measured values belong in evidence",
             )  # fmt: skip
     for size in sizes:
-        if not has_size(prose.text, size):
+        if not prose.quotes_size(size):
             yield ctx.finding(
                 NEW_FIGURE, rid, (*at, "magnitude"),
                 f"size {size} of magnitude {text!r} is not quoted in the prose",

@@ -39,7 +39,7 @@ from flopkb.graph import queries
 from flopkb.graph.export import FORMATS
 from flopkb.graph.export import export as export_graph
 from flopkb.graph.queries import GraphQueryError, KBGraph
-from flopkb.graph.render import RenderError
+from flopkb.graph.render import PictureTooLarge, RenderError
 from flopkb.graph.render import render as render_graph
 from flopkb.kb import load_kb
 from flopkb.plural import count
@@ -77,6 +77,8 @@ def _run(fn: Callable[[], T]) -> T:
     """Call a library query; its errors (unknown id, wrong kind, bad value): one line, exit 2."""
     try:
         return fn()
+    except PictureTooLarge:
+        raise
     except (GraphQueryError, RenderError) as exc:
         fail(str(exc))
 
@@ -438,7 +440,11 @@ def render(
         check_target(out, policy)  # refuse before the graph is built and laid out, not after
     kg = _graph(ctx)
     with safe_writes(policy):
-        result = _run(lambda: render_graph(kg, out, focus, engine))
+        try:
+            result = _run(lambda: render_graph(kg, out, focus, engine))
+        except PictureTooLarge as exc:
+            # the KB's size, not a usage error: exit 1 (content never gives exit 2)
+            fail(f"refused: {exc}", code=1, kind="too-large")
     if fmt is OutputFormat.json:
         return emit_json(result)
     console.print(

@@ -25,11 +25,11 @@ FORMATS = ("json", "graphml", "dot")
 KIND_COLOURS = {
     "class": "#4c72b0",
     "claim": "#dddddd",
-    "quantity": "#55a868",
-    "accelerator": "#c44e52",
-    "source": "#8172b2",
-    "evidence": "#ccb974",
-    "architecture": "#64b5cd",
+    "quantity": "#1b9e77",
+    "accelerator": "#843c39",
+    "source": "#542788",
+    "evidence": "#a6761d",
+    "architecture": "#0000e0",
 }
 KIND_SHAPES = {
     "class": "box",

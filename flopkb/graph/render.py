@@ -11,13 +11,16 @@ otherwise matplotlib (the optional `flopkb[plot]` extra) draws the very same lay
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
+import threading
 from collections import deque
 from pathlib import Path
 from typing import Any
 
 import networkx as nx
 
+from flopkb import budget
 from flopkb.atomic import atomic_path
 from flopkb.extras import install_hint
 from flopkb.graph import picture
@@ -26,10 +29,13 @@ from flopkb.graph.export import KIND_COLOURS
 from flopkb.graph.queries import KBGraph, latest_verdicts
 
 SUFFIXES = (".svg", ".png")
+PNG_DPI = picture.PNG_DPI
 COLUMNS = (
     "source", "architecture", "class", "claim", "computed", "quantity", "accelerator", "evidence"
 )
-# Claim fill by status: the latest verdicts first (refuted anywhere wins), then the basis.
+# Claim fill by status: the latest verdicts first (refuted anywhere wins), then the basis. Every
+# colour of the legend (these, the node kinds of export.KIND_COLOURS, the relations below) is a
+# different one, far apart in CIELAB (a test checks): one colour never means two things.
 STATUS_COLOURS = {
     "refuted": "#d62728",
     "confirmed": "#2ca02c",
@@ -37,27 +43,28 @@ STATUS_COLOURS = {
     "not applicable": "#bbbbbb",
     "unverified": "#ffffff",
     "cited": "#9ecae1",
-    "derived": "#a1d99b",
-    "measured": "#74c476",
+    "derived": "#fdd0a2",
+    "measured": "#ffed6f",
 }
+# an evidence edge takes its verdict's claim colour (one legend entry says both)
 VERDICT_COLOURS = {
-    "confirmed": "#2ca02c",
-    "refuted": "#d62728",
-    "inconclusive": "#ff7f0e",
-    "not-applicable": "#999999",
+    "confirmed": STATUS_COLOURS["confirmed"],
+    "refuted": STATUS_COLOURS["refuted"],
+    "inconclusive": STATUS_COLOURS["inconclusive"],
+    "not-applicable": STATUS_COLOURS["not applicable"],
     "error": "#7f7f7f",
     "not-run": "#c7c7c7",
 }
 RELATION_STYLE = {  # colour, alpha, width: dependency edges strong, bookkeeping edges faint
-    "has": ("#4c72b0", 0.5, 0.6),
-    "depends_on": ("#333333", 0.6, 0.7),
-    "derived_from": ("#55a868", 0.9, 1.2),
-    "specifies": ("#c44e52", 0.18, 0.4),
-    "affected_by": ("#c44e52", 0.08, 0.4),
-    "cites": ("#8172b2", 0.25, 0.4),
-    "ran_on": ("#ccb974", 0.4, 0.5),
-    "has_architecture": ("#64b5cd", 0.5, 0.6),
-    "computed_from": ("#64b5cd", 0.9, 1.0),
+    "has": ("#bc80bd", 0.7, 0.6),
+    "depends_on": ("#000000", 0.6, 0.7),
+    "derived_from": ("#e7298a", 0.9, 1.2),
+    "specifies": ("#fb8072", 0.3, 0.4),
+    "affected_by": ("#636363", 0.12, 0.4),
+    "cites": ("#637939", 0.3, 0.4),
+    "ran_on": ("#00441b", 0.4, 0.5),
+    "has_architecture": ("#e000e0", 0.6, 0.6),
+    "computed_from": ("#00e000", 0.9, 1.0),
 }
 # Relations followed transitively by --focus (what the node depends on and what depends on it).
 DEPENDENCY = frozenset({"has", "depends_on", "derived_from"})
@@ -65,6 +72,34 @@ DEPENDENCY = frozenset({"has", "depends_on", "derived_from"})
 
 class RenderError(RuntimeError):
     """Neither graphviz nor matplotlib is available, or the drawing tool failed."""
+
+
+class PictureTooLarge(RenderError):
+    """The picture would pass a limit of `flopkb.budget` (canvas pixels, nodes and edges): a
+    refusal because of what the KB holds, so the CLI exits 1, not 2."""
+
+
+def check_items(engine: str, nodes: int, edges: int) -> None:
+    """Refuse, before the layout, a graph with more nodes and edges than `engine` may draw."""
+    cap = budget.PICTURE_MAX_ITEMS[engine]
+    if nodes + edges > cap:
+        other = " or graphviz (`dot` on PATH)" if engine == "matplotlib" else ""
+        raise PictureTooLarge(
+            f"the graph has {nodes:,} nodes and {edges:,} edges, over the {cap:,} {engine} "
+            f"draws: draw a part with --focus ID{other}, or export it (graph export --format dot)"
+        )
+
+
+def check_canvas(lay: picture.Layout, suffix: str, nodes: int) -> None:
+    """Refuse, before drawing, a PNG whose canvas would pass the budget's pixel limits."""
+    if suffix == ".png":
+        w, h = round(lay.width * PNG_DPI), round(lay.height * PNG_DPI)
+        if w * h > budget.PICTURE_MAX_PIXELS or max(w, h) > budget.PICTURE_MAX_SIDE_PX:
+            raise PictureTooLarge(
+                f"the PNG would be {w:,} x {h:,} px ({nodes:,} nodes), over the limit of "
+                f"{budget.PICTURE_MAX_PIXELS:,} px and {budget.PICTURE_MAX_SIDE_PX:,} px a side: "
+                "write .svg, or draw a part with --focus ID"
+            )
 
 
 def claim_status(kg: KBGraph, claim: str, not_applicable: bool = False) -> str:
@@ -157,7 +192,9 @@ def render(
 ) -> dict[str, Any]:
     """Draw the graph (or the neighbourhood of `focus`) to `out` (.svg or .png), atomically.
 
-    `engine`: "graphviz", "matplotlib" or None (graphviz when `dot` is on PATH). Returns
+    `engine`: "graphviz", "matplotlib" or None (graphviz when `dot` is on PATH: it draws large
+    graphs in seconds). A picture over `budget`'s limits (PNG canvas, nodes and edges per engine)
+    raises PictureTooLarge before anything is drawn. Returns
     `{"out", "engine", "focus", "nodes", "edges"}`.
     """
     if out.suffix.lower() not in SUFFIXES:
@@ -169,11 +206,14 @@ def render(
         engine = "graphviz" if shutil.which("dot") else "matplotlib"
     if engine not in {"graphviz", "matplotlib"}:
         raise RenderError(f"expected engine graphviz or matplotlib, got {engine!r}")
+    check_items(engine, sub.number_of_nodes(), sub.number_of_edges())
+    lay, legend = _picture(sub, centre)
+    check_canvas(lay, out.suffix.lower(), sub.number_of_nodes())
     with atomic_path(out) as tmp:
         if engine == "graphviz":
-            _graphviz(sub, tmp, centre)
+            _graphviz(sub, tmp, lay, legend)
         else:
-            _matplotlib(sub, tmp, centre)
+            _matplotlib(sub, tmp, lay, legend)
     return {
         "out": str(out),
         "engine": engine,
@@ -190,30 +230,62 @@ def _picture(sub: nx.DiGraph, centre: str | None) -> tuple[picture.Layout, list[
     return lay, picture.legend_entries(STATUS_COLOURS, RELATION_STYLE, VERDICT_COLOURS)
 
 
-def _graphviz(sub: nx.DiGraph, tmp: Path, centre: str | None) -> None:
+def _graphviz(sub: nx.DiGraph, tmp: Path, lay: picture.Layout, legend: list[Any]) -> None:
     dot = shutil.which("dot")
     if dot is None:
         raise RenderError("graphviz `dot` is not on PATH")
-    lay, legend = _picture(sub, centre)
     # neato -n2 keeps the positions given: the same layout as the matplotlib drawing
-    proc = subprocess.run(
-        [dot, "-Kneato", "-n2", "-Gdpi=150" if tmp.suffix.lower() == ".png" else "-Gdpi=72",
-         f"-T{tmp.suffix[1:].lower()}", "-o", str(tmp)],
-        input=picture.positioned_dot(lay, sub, legend, RELATION_STYLE).encode(),
-        capture_output=True,
-        timeout=300,
-        check=False,
+    args = [dot, "-Kneato", "-n2", f"-Gdpi={PNG_DPI}" if tmp.suffix.lower() == ".png" else
+            "-Gdpi=72", f"-T{tmp.suffix[1:].lower()}", "-o", str(tmp)]
+    data = picture.positioned_dot(lay, sub, legend, RELATION_STYLE).encode()
+    returncode, stderr = _run_child(args, data, timeout=300)
+    if returncode != 0:
+        raise RenderError(f"dot failed: {stderr.decode(errors='replace').strip()[:300]}")
+
+
+# Signals the CLI turns into exceptions (flopkb.cli.interrupts): held while the child starts
+_HELD = (signal.SIGINT, signal.SIGTERM)
+
+
+def _run_child(args: list[str], data: bytes, timeout: float) -> tuple[int, bytes]:
+    """Run `args` with `data` on stdin; the child never outlives an exception here. A signal
+    that arrives while Popen is still starting the child (after the fork, before Popen returns:
+    a window a loaded machine widens) would raise where nothing holds the child's pid, and leave
+    it running: so the signals are held until Popen has returned (the child gets the mask it had
+    before), and an exception from then on kills the child before it propagates."""
+    hold = hasattr(signal, "pthread_sigmask") and (
+        threading.current_thread() is threading.main_thread()
     )
-    if proc.returncode != 0:
-        raise RenderError(f"dot failed: {proc.stderr.decode(errors='replace').strip()[:300]}")
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD) if hold else None
+
+    def restore() -> None:
+        if before is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+    try:
+        proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, preexec_fn=restore if hold else None)
+    except BaseException:
+        restore()
+        raise
+    with proc:
+        try:
+            restore()  # a signal held meanwhile is handled here, where the child can be killed
+            _, stderr = proc.communicate(data, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise RenderError(f"dot took longer than {timeout:.0f} s") from None
+        except BaseException:
+            proc.kill()
+            raise
+    return proc.returncode, stderr
 
 
-def _matplotlib(sub: nx.DiGraph, tmp: Path, centre: str | None) -> None:
+def _matplotlib(sub: nx.DiGraph, tmp: Path, lay: picture.Layout, legend: list[Any]) -> None:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
         raise RenderError(
             f"rendering needs graphviz (`dot` on PATH) or matplotlib: {install_hint('plot')}"
         ) from None
-    lay, legend = _picture(sub, centre)
     picture.draw(lay, sub, legend, RELATION_STYLE, tmp)

@@ -170,3 +170,21 @@ def test_render_unknown_focus_and_bad_suffix(tmp_path: Path) -> None:
     pdf = invoke("render", str(tmp_path / "x.pdf"))
     assert pdf.exit_code == 2 and ".svg or .png" in pdf.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_render_over_the_budget_is_one_line_and_exit_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A picture too large for the budget comes from the KB's content: exit 1, never 2."""
+    from flopkb import budget
+
+    monkeypatch.setitem(budget.PICTURE_MAX_ITEMS, "matplotlib", 10)
+    result = invoke("render", str(tmp_path / "x.png"), "--engine", "matplotlib")
+    assert result.exit_code == 1 and result.stdout == ""
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("flopkb: error: refused: the graph has 30 nodes and 56 edges")
+    assert "--focus" in line and list(tmp_path.iterdir()) == []
+    as_json = invoke("render", str(tmp_path / "x.png"), "--engine", "matplotlib", "--format",
+                     "json")
+    assert as_json.exit_code == 1
+    assert json.loads(as_json.stdout)["error"]["kind"] == "too-large"

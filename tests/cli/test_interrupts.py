@@ -31,6 +31,15 @@ def _alive(pid: int) -> bool:
     return not (stat.exists() and stat.read_text().split(") ")[-1].startswith("Z"))
 
 
+def _gone_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while _alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def _wait_for(path: Path, seconds: float) -> str:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -60,7 +69,7 @@ def test_signal_during_render_removes_the_temp_file_and_ends_dot(
     )  # fmt: skip
     dot = 0
     try:
-        dot = int(_wait_for(pid_file, 60))
+        dot = int(_wait_for(pid_file, 180))  # a bound on a wait, not a timing: loaded CI
         assert [p.name[:4] for p in out_dir.iterdir()] == [".kb."]  # the temp file
         proc.send_signal(signum)
         _, err = proc.communicate(timeout=60)
@@ -68,7 +77,9 @@ def test_signal_during_render_removes_the_temp_file_and_ends_dot(
         word = "terminated" if signum == signal.SIGTERM else "interrupted"
         assert err.strip().splitlines() == [f"flopkb: {word}"]
         assert list(out_dir.iterdir()) == []
-        assert not _alive(dot)
+        # killed is not yet gone: on a loaded machine the signalled child may run (and be
+        # reaped) a while after flopkb exits; a bound on a wait, not a timing
+        assert _gone_within(dot, 30)
     finally:
         proc.kill()
         proc.wait()

@@ -196,3 +196,33 @@ def test_forged_future_evidence_never_gives_the_latest_verdict(tmp_path: Path) -
     assert {acc: v["verdict"] for acc, v in graph.items()} == {"h100-sxm": "confirmed"}
     rules = sorted(f.rule for f in validate(kb_root).errors)
     assert rules == ["FKB508", "FKB509"]
+
+
+def test_a_huge_id_is_shown_cut_and_given_whole_once_in_json(tmp_path: Path) -> None:
+    """Issue 18: a 1M-character id was the `[record]` of each of its findings, in every format."""
+    import json
+
+    from flopkb.report import FORMATTERS
+
+    kb = _copy(tmp_path)
+    huge = "a" * 1_000_000
+    source = (kb / "records/sources/dao-gu-2024-ssd.yaml").read_text()
+    (kb / "records/sources/long-id.yaml").write_text(source.replace("dao-gu-2024-ssd", huge, 1))
+    result = validate(kb)
+    mine = [f for f in result.findings if f.full_record]
+    assert mine and all(f.full_record == huge for f in mine)
+    assert all(f.record == "a" * budget.ECHO_KEEP_CHARS + "…(1000000 chars)" for f in mine)
+    assert all(len(f.message) <= budget.MESSAGE_MAX_CHARS for f in result.findings)
+    for fmt in ("text", "github", "sarif"):
+        assert huge[:1000] not in FORMATTERS[fmt](result), fmt
+    text = FORMATTERS["json"](result)
+    assert text.count(huge) == 1 and len(text) < len(huge) + 100_000
+    assert json.loads(text)["full_records"] == {mine[0].record: huge}
+
+
+def test_a_valid_id_is_never_cut() -> None:
+    from flopkb.findings import Finding, Severity
+
+    rid = "x" * 120
+    f = Finding("FKB201", Severity.error, "f.yaml", 1, 1, rid, f"effect of {rid} is long")
+    assert f.record == rid and f.full_record is None and rid in f.message
