@@ -68,7 +68,9 @@ def block_kb_summary(_: Any = None, root: Path = ROOT) -> str:
         f"`accelerators/` ({len(kb.accelerators)}: {_ids(sorted(kb.accelerators))}, every spec "
         "with value, unit and source, dense rates, Hopper's INT4 an explicit null), "
         f"`quantities/` ({len(kb.quantities)}, {len(computed)} computed: {_ids(computed)}), "
-        f"`sources/` ({len(kb.sources)}) and `evidence/` ({len(kb.evidence)}, written by verify): "
+        f"`sources/` ({len(kb.sources)}), `architectures/` ({len(kb.architectures)}: model "
+        "configurations, every value with its source) and "
+        f"`evidence/` ({len(kb.evidence)}, written by verify): "
         f"{len(kb.records)} records. {len(_rows(kb))} claims cover every claim of the starting "
         f"material (A1-D4, as the verdict table labels them); by basis: {_basis(kb)}."
     )
@@ -83,7 +85,8 @@ def block_kb_counts(_: Any = None, root: Path = ROOT) -> str:
     text = (
         f"`records/` holds {len(kb.records)} records: {len(kb.classes)} classes, "
         f"{len(kb.accelerators)} accelerators, {len(kb.quantities)} quantities, "
-        f"{len(kb.sources)} sources and {len(kb.evidence)} evidence records written by "
+        f"{len(kb.sources)} sources, {len(kb.architectures)} architectures and "
+        f"{len(kb.evidence)} evidence records written by "
         f"`flopkb verify`. {len(rows)} claim rows; by basis: {_basis(kb)}; "
         f"{_count(linked, 'row links', 'rows link')} a `verify.experiment`."
     )
