@@ -10,7 +10,7 @@ from flopkb.model.base import (
     SourceRef,
 )
 from flopkb.model.classes import Basis, ClassRecord, Flop, HardwareParameter, VerifyLink
-from flopkb.model.evidence import EvidenceRecord, Judged, Measured, Verdict
+from flopkb.model.evidence import EvidenceRecord, Judged, Measured, Round, Verdict
 from flopkb.model.quantity import QuantityRecord
 from flopkb.model.source import SourceRecord, SourceType
 
@@ -52,6 +52,7 @@ __all__ = [
     "QuantityRecord",
     "Record",
     "RecordBase",
+    "Round",
     "SourceRecord",
     "SourceRef",
     "SourceType",

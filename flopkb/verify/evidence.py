@@ -90,14 +90,16 @@ def latest(
 
     `measuring_only` skips runs that measured nothing (an out-of-memory error does not withdraw
     an earlier confirmation; a later refutation does). Evidence whose timestamp cannot be true
-    (future, or before its accelerator existed: `kb.implausible_evidence()`) is never latest.
+    (future, or before its accelerator existed: `kb.implausible_evidence()`) or whose verdict does
+    not re-derive from its own numbers (`kb.untrusted_evidence()`) is never latest.
     """
     best: dict[tuple[str | None, str | None], EvidenceRecord] = {}
     implausible = kb.implausible_evidence()
+    untrusted = kb.untrusted_evidence()
     for ev in kb.evidence.values():
         if claim is not None and ev.claim != claim:
             continue
-        if ev.id in implausible:
+        if ev.id in implausible or ev.id in untrusted:
             continue
         if measuring_only and ev.verdict.value not in MEASURING:
             continue

@@ -359,16 +359,10 @@ def _spec(s: Session, qid: str) -> float | None:
 
 def _check_ceilings(s: Session, c) -> tuple[str, str | None]:
     """Measured ceilings against the datasheet: above it means a broken timer (error)."""
-    flops, bw = _spec(s, "bf16_tensor_flops"), _spec(s, "hbm_bandwidth")
-    if flops is None or bw is None:
-        return "inconclusive", "no datasheet figures to compare the ceilings with"
-    f_ratio, b_ratio = c.bf16_tflops / flops, c.copy_gbps / (bw * 1000)
-    note = f"measured / datasheet: bf16 {f_ratio:.2f}, bandwidth {b_ratio:.2f}"
-    if f_ratio > 1.05 or b_ratio > 1.05:
-        return "error", f"ceiling above the datasheet ({note}): broken timer"
-    if f_ratio <= 0.5 or b_ratio <= 0.5:
-        return "inconclusive", f"ceiling far under the datasheet ({note})"
-    return "confirmed", note
+    from flopkb.verify.stats import ceiling_verdict
+
+    return ceiling_verdict(c.bf16_tflops, c.copy_gbps, _spec(s, "bf16_tensor_flops"),
+                           _spec(s, "hbm_bandwidth"))
 
 
 def _datasheet_ceilings(s: Session):

@@ -11,6 +11,7 @@ from flopkb.hardware import UnknownRecord
 from flopkb.kb import KnowledgeBase, load_kb
 from flopkb.model import EvidenceRecord
 from flopkb.paths import bundled_root
+from tests.unit.verify_fixtures import stored_ratio
 
 
 @pytest.fixture
@@ -36,6 +37,8 @@ def _evidence(eid: str, claim: str, acc: str | None, verdict: str, hour: int) ->
             "verdict": verdict,
             "command": "flopkb verify",
             "timestamp": dt.datetime(2026, 11, 30, hour, tzinfo=dt.timezone.utc),
+            # the measurement the verdict re-derives from (the claim says 2-8x)
+            **stored_ratio(verdict, "2-8x"),
         }
     )
 

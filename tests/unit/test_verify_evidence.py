@@ -17,19 +17,21 @@ from flopkb.model import EvidenceRecord
 from flopkb.paths import bundled_root
 from flopkb.verify import evidence as ev_io
 from flopkb.verify import hashing, registry
-from tests.unit.verify_fixtures import write_kb
+from tests.unit.verify_fixtures import stored_ratio, write_kb
 
 WHEN = dt.datetime(2026, 11, 30, 3, 15, 0, tzinfo=dt.timezone.utc)
 
 
 def _record(eid: str, claim: str | None, experiment: str, hashes: dict[str, str],
             verdict: str = "confirmed", when: dt.datetime = WHEN, acc: str = "h200-sxm"):
+    # the measurement its verdict re-derives from (the ssd-scan row claims 2-8x)
+    stored = stored_ratio(verdict, "2-8x" if claim == "test-class/ssd-scan" else "qualitative")
     return EvidenceRecord(
         schema_version=2, id=eid, kind="evidence", title="t",
         history=[{"date": when.date(), "by": "tests", "note": "n"}], claim=claim,
         experiment=experiment, accelerator=acc, implementation="bundled",
         kernel_hashes=hashes, machine={"gpu": "NVIDIA H200"}, verdict=verdict,
-        command="flopkb verify --gpu", timestamp=when,
+        command="flopkb verify --gpu", timestamp=when, **stored,
     )
 
 
@@ -261,15 +263,21 @@ def test_simulation_evidence_never_backs_rule_3(tmp_path):
     root = write_kb(tmp_path)
     folder = root / "records" / "evidence"
     claim, exp = "test-class/partition", "reduction-partition-simulation"
-    ev_io.write_evidence(_record("ev-1", claim, exp, {"a": "b"}, "confirmed").model_copy(
-        update={"conditions": {"simulation": True}}), folder)
+    # what the simulation's judge reads for `confirmed`: 3 distinct sums, each partition repeatable
+    stored = {"statistics": {"data": {"summary": {"repeat_max": 1, "kind": "partition",
+                                                  "distinct_per_seed": [3], "partitions": 4}}},
+              "measured": {"value": 3.0, "low": 3.0, "high": 3.0, "unit": "distinct results"}}
+    ev_io.write_evidence(EvidenceRecord.model_validate({
+        **_record("ev-1", claim, exp, {"a": "b"}, "confirmed").model_dump(),
+        "conditions": {"simulation": True}, **stored}), folder)
     kb, _ = load_kb(root)
     assert _confirmed_on(kb) == {}
     # the unverified row is not told it could be `measured` (FKB211) on a simulation's word
     assert not [f for f in run_checks(kb) if f.rule == "FKB211" and claim in f.message]
-    ev_io.write_evidence(_record("ev-2", claim, exp, {"a": "b"}, "confirmed",
-                                 WHEN + dt.timedelta(hours=1)).model_copy(
-        update={"conditions": {"simulation": False}}), folder)
+    ev_io.write_evidence(EvidenceRecord.model_validate({
+        **_record("ev-2", claim, exp, {"a": "b"}, "confirmed",
+                  WHEN + dt.timedelta(hours=1)).model_dump(),
+        "conditions": {"simulation": False}, **stored}), folder)
     kb, _ = load_kb(root)
     assert _confirmed_on(kb) == {claim: {"h200-sxm"}}
     assert [f for f in run_checks(kb) if f.rule == "FKB211" and claim in f.message]
