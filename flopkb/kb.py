@@ -67,6 +67,8 @@ class KnowledgeBase:
         default=None, repr=False
     )
     _untrusted: tuple[int, int, dict[str, list[Any]]] | None = field(default=None, repr=False)
+    # pooled verdicts per state of `records` (flopkb.verify.pooled keeps it here)
+    _pooled_cache: Any = field(default=None, repr=False, compare=False)
 
     def _of(self, cls: type) -> dict[str, Any]:
         # Checks ask for `kb.classes` etc. many times: index by type once per state of `records`.

@@ -142,23 +142,44 @@ def test_stale_evidence_and_the_evidence_rule(tmp_path):
             ("FKB503", "ev-bad")} <= codes
 
 
-def test_latest_verdicts_and_confirmed_on(tmp_path):
+def test_pooled_verdicts_count_every_run_and_never_let_the_latest_win(tmp_path):
+    from flopkb.claims import list_claims
+
     root = write_kb(tmp_path)
     folder = root / "records" / "evidence"
     later = WHEN + dt.timedelta(hours=1)
-    ev_io.write_evidence(_record("ev-1", "test-class/int8", "int8-native-vs-emulated", {"a": "b"},
-                                 "refuted"), folder)
-    ev_io.write_evidence(_record("ev-2", "test-class/int8", "int8-native-vs-emulated", {"a": "b"},
-                                 "confirmed", later), folder)
-    ev_io.write_evidence(_record("ev-3", None, "calibration", {"a": "b"}), folder)
-    ev_io.write_evidence(_record("ev-4", "test-class/int8", "int8-native-vs-emulated", {"a": "b"},
-                                 "inconclusive", acc="a100-sxm4-80gb"), folder)
+    claim, exp = "test-class/int8", "int8-native-vs-emulated"
+    hashes = hashing.current_hashes(root, exp)
+    for eid, verdict, when, acc in (("ev-1", "confirmed", WHEN, "h200-sxm"),
+                                    ("ev-2", "confirmed", later, "h200-sxm"),
+                                    ("ev-3", "confirmed", WHEN, "a100-sxm4-80gb"),
+                                    ("ev-4", "refuted", later, "a100-sxm4-80gb"),
+                                    ("ev-5", "error", later + dt.timedelta(hours=1), "h200-sxm")):
+        ev_io.write_evidence(_record(eid, claim, exp, hashes, verdict, when, acc), folder)
+    ev_io.write_evidence(_record("ev-cal", None, "calibration", {"a": "b"}), folder)
     kb, _ = load_kb(root)
     assert ev_io.latest_verdicts(kb) == {
-        "test-class/int8": {"h200-sxm": "confirmed", "a100-sxm4-80gb": "inconclusive"}}
-    assert [e.id for e in ev_io.confirmed_on(kb, "test-class/int8", ["h200-sxm"])] == ["ev-2"]
-    assert ev_io.confirmed_on(kb, "test-class/int8", ["a100-sxm4-80gb"]) == []
-    assert ev_io.summary(kb.evidence["ev-2"])["verdict"] == "confirmed"
+        claim: {"h200-sxm": "confirmed", "a100-sxm4-80gb": "disagreeing"}}
+    row = next(r for r in list_claims(kb) if r["claim"] == claim)
+    # an error measured nothing: it neither counts as a run nor withdraws the confirmations
+    assert row["verdict_text"] == {"a100-sxm4-80gb": "disagreeing (refuted, confirmed)",
+                                   "h200-sxm": "confirmed (2/2 runs)"}
+    assert [r["verdict"] for r in row["runs"]["a100-sxm4-80gb"]["per_run"]] == ["refuted",
+                                                                               "confirmed"]
+    assert [e.id for e in ev_io.confirmed_on(kb, claim, ["h200-sxm"])] == ["ev-1", "ev-2"]
+    assert ev_io.confirmed_on(kb, claim, ["a100-sxm4-80gb"]) == []
+
+
+def test_fresh_runs_speak_before_stale_ones():
+    from flopkb.verify.pooled import pool
+
+    old = _record("ev-old", "test-class/int8", "int8-native-vs-emulated", {}, "refuted")
+    new = _record("ev-new", "test-class/int8", "int8-native-vs-emulated", {}, "confirmed",
+                  WHEN + dt.timedelta(hours=1))
+    assert pool([old, new], stale={"ev-old"}).text() == "confirmed (1/1 run)"
+    both_stale = pool([old, new], stale={"ev-old", "ev-new"})
+    assert (both_stale.verdict, both_stale.stale) == ("disagreeing", True)
+    assert pool([old, new], stale=set()).text() == "disagreeing (confirmed, refuted)"
 
 
 def test_evidence_dir(tmp_path: Path):
