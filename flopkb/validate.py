@@ -184,6 +184,7 @@ def validate(
     exclude: Sequence[str] = (),
     changed: bool = False,
     deleted: Sequence[Path] = (),
+    require_signed: bool = False,
 ) -> ValidationResult:
     """Load, check and collect every finding; raises ValidationInputError only for a bad path.
 
@@ -192,6 +193,7 @@ def validate(
     `exclude`: globs of record paths (relative to their KB root) that are not part of the run.
     `changed`: the paths are the changed files of a commit, `deleted` the removed ones: report on
     them and on every record that references one of their ids.
+    `require_signed`: unsigned or wrongly signed evidence is an error (FKB515, FKB516).
     """
     limits = limits or Limits()
     selection = selection or Selection()
@@ -216,7 +218,14 @@ def validate(
     report = _unique(report)
     loaded = _unique([*report, *load])
     kb, findings = load_files(sorted(loaded), root=root, limits=limits)
-    findings = sorted_findings([*targets.scoped, *targets.around, *findings, *run_checks(kb)])
+    signed: list[Finding] = []
+    if require_signed:
+        from flopkb.check.base import CheckContext
+        from flopkb.check.signatures import signature_findings
+
+        signed = list(signature_findings(CheckContext(kb)))
+    findings = sorted_findings([*targets.scoped, *targets.around, *findings, *run_checks(kb),
+                                *signed])
     shown_paths = list(report)
     cwd = os.getcwd()
     if changed:

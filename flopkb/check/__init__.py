@@ -19,7 +19,7 @@ from flopkb.kb import KnowledgeBase, gc_paused, workers_for
 # In data-flow order: structure before references before provenance.
 CHECK_MODULES = (
     "structure", "references", "formulas", "provenance", "units", "evidence", "plausibility",
-    "graph", "suppressions",
+    "graph", "suppressions", "signatures",
 )  # fmt: skip
 
 

@@ -14,7 +14,7 @@ import typer
 from typer.core import TyperGroup
 
 from flopkb import __version__
-from flopkb.cli import claims, extract, graph, hw, interrupts, schema, validate, verify
+from flopkb.cli import claims, evidence, extract, graph, hw, interrupts, schema, validate, verify
 from flopkb.cli.common import (
     CliState,
     ColorMode,
@@ -128,6 +128,8 @@ app.command("claims", epilog=example("flopkb claims --record mamba2-ssd --format
 app.command("extract", epilog=example("flopkb extract selective-ssm-scan"))(extract.extract)
 app.command("verify", epilog=example("flopkb verify --record mamba2-ssd"))(verify.verify)
 app.add_typer(schema.app, name="schema", epilog=example("flopkb schema export --check"))
+app.add_typer(evidence.app, name="evidence",
+              epilog=example("flopkb evidence sign ev-mamba2-ssd--... --key ~/.ssh/id_ed25519"))
 app.add_typer(hw.app, name="hw", epilog=example("flopkb hw show h200-sxm"))
 app.add_typer(
     graph.app, name="graph", epilog=example("flopkb graph affects hbm_bandwidth --format json")

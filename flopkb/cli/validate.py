@@ -97,6 +97,12 @@ def validate(
             "them or a record file deleted in the git index",
         ),
     ] = False,
+    require_signed: Annotated[
+        bool | None,
+        typer.Option("--require-signed/--no-require-signed",
+                     help="unsigned or wrongly signed evidence is an error (the KB's "
+                     "allowed_signers; config key require_signed)"),
+    ] = None,
     max_bytes: Annotated[
         int, typer.Option("--max-bytes", min=1, help="size limit per file")
     ] = DEFAULT_MAX_BYTES,
@@ -130,6 +136,7 @@ def validate(
             exclude=tuple(exclude) if exclude is not None else config.exclude,
             changed=changed,
             deleted=deleted,
+            require_signed=config.require_signed if require_signed is None else require_signed,
         )
     except (ValidationInputError, SelectionError) as exc:
         fail(str(exc))

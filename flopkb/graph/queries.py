@@ -21,12 +21,11 @@ from typing import Any
 import networkx as nx
 
 from flopkb.formula import FormulaError, parse_formula
-from flopkb.graph.build import EVIDENCE_RELATIONS, KINDS, build_graph, node_id, split_node
+from flopkb.graph.build import KINDS, build_graph, node_id, split_node
 from flopkb.graph.values import PartValues, Value, ratio
 from flopkb.hardware import HardwareModel, hw_compare
 from flopkb.kb import KnowledgeBase
 from flopkb.model import QuantityRecord
-from flopkb.verify.evidence import MEASURING
 from flopkb.verify.hashing import stale_evidence
 
 Edge = dict[str, str]

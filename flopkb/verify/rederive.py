@@ -75,6 +75,18 @@ def _effective(verdict: str, applicable: str | None) -> str:
     return applicable if verdict == "not-applicable" and applicable else verdict
 
 
+def implementation_sensitive(verdicts: list[str], schema_version: int = ROUNDS_SINCE) -> bool:
+    """Whether the combinations' verdicts differ beyond the spread their intervals cover.
+
+    Schema 4 (intervals covering the rounds): one combination confirms and another refutes; an
+    inconclusive beside either is within the spread. Schema 3 (one round): any two measuring
+    verdicts that differ, as verify then decided it."""
+    decisive = {v for v in verdicts if v in MEASURING}
+    if schema_version < ROUNDS_SINCE:
+        return len(decisive) > 1
+    return {"confirmed", "refuted"} <= decisive
+
+
 def consistency(ev: EvidenceRecord) -> list[Problem]:
     """The top-level verdict and measured value are the first judgement's; the
     implementation-sensitive flag is what the judgements' verdicts say."""
@@ -94,8 +106,9 @@ def consistency(ev: EvidenceRecord) -> list[Problem]:
         out.append(Problem(INCONSISTENT, ("measured",),
                            f"measured {_fmt(ev.measured)} but judgements[0] measured "
                            f"{_fmt(first.measured)}"))
-    decisive = {j.verdict.value for j in ev.judgements if j.verdict.value in MEASURING}
-    if ev.implementation_sensitive != (len(decisive) > 1):
+    verdicts = [j.verdict.value for j in ev.judgements]
+    decisive = {v for v in verdicts if v in MEASURING}
+    if ev.implementation_sensitive != implementation_sensitive(verdicts, ev.schema_version):
         out.append(Problem(INCONSISTENT, ("implementation_sensitive",),
                            f"implementation_sensitive is {str(ev.implementation_sensitive).lower()}"
                            f" but the judgements' verdicts are {sorted(decisive) or 'none'}"))

@@ -54,7 +54,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
             y = ssd(*args)
             _ssd.check_against_reference(ctx, "ssd chunked", y, args)
             b, h, d = shape["batch"], shape["heads"], shape["headdim"]
-            g = torch.Generator(device=ctx.device).manual_seed(steps)
+            g = torch.Generator(device=ctx.device).manual_seed(ctx.seed(steps))
             qkv = tuple(torch.randn(b, steps, h, d, device=ctx.device, generator=g,
                                     dtype=torch.bfloat16)
                         for _ in range(3))
