@@ -101,3 +101,13 @@ def test_sign_refuses_a_missing_key_and_an_unknown_record(tmp_path: Path) -> Non
                                   str(key)])
     assert unknown.exit_code == 2 and "no evidence record" in unknown.output
     assert yaml.safe_load((root / "records" / "evidence" / "ev-1.yaml").read_text())["id"] == "ev-1"
+
+
+def test_verify_refuses_a_missing_sign_key_before_anything_runs(tmp_path: Path) -> None:
+    root = _kb(tmp_path)
+    result = runner.invoke(app, ["--kb", str(root), "verify", "--gpu", "--sign-key",
+                                 str(tmp_path / "nope")])
+    assert result.exit_code == 2 and "no such signing key" in result.output
+    (root / "flopkb.toml").write_text('sign_key = "missing-key"\n')
+    result = runner.invoke(app, ["--kb", str(root), "verify", "--gpu"])
+    assert result.exit_code == 2 and "no such signing key" in result.output
