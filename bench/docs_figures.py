@@ -476,8 +476,8 @@ def _d3(e: EvidenceRecord) -> tuple[str, str]:
              for r in judged(e) if r.get("launch_bound")]
     rest = [f"{x1(r['ratio'])} at {size(r['elements'])}" for r in _large(e) if r is not read]
     return (f"CUB gpu_to_gpu / run_to_run {measured(e)}",
-            f"read at {size(read['elements'])} fp32, the first size not launch-bound "
-            f"({', '.join(bound)} are), "
+            f"read at {size(read['elements'])} fp32, the fixed reading point (the claim's "
+            f"point or 64M, whichever is larger; launch-bound here: {', '.join(bound)}), "
             f"event-timed; {', '.join(rest)}")
 
 
