@@ -162,6 +162,13 @@ def verify(
     key = sign_key or config.sign_key
     if key is not None and not key.is_file():
         fail(f"no such signing key: {key}")
+    if key is not None:
+        from flopkb.verify.signing import SigningError, ssh_keygen
+
+        try:
+            ssh_keygen()
+        except SigningError as exc:
+            fail(str(exc))
     if recheck is not None:
         _recheck(ctx, kb, root, recheck, gpu=gpu, rounds=rounds, fmt=fmt)
     if claim is not None and kb.claim(claim) is None:

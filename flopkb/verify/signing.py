@@ -60,7 +60,8 @@ def sig_path(record_file: Path) -> Path:
     return record_file.with_name(record_file.name + SIG_SUFFIX)
 
 
-def _ssh_keygen() -> str:
+def ssh_keygen() -> str:
+    """The ssh-keygen on PATH (SigningError without one)."""
     found = shutil.which("ssh-keygen")
     if found is None:
         raise SigningError("ssh-keygen was not found on PATH (OpenSSH 8.1 or later signs and "
@@ -94,7 +95,7 @@ def sign(record: EvidenceRecord, record_file: Path, key: Path) -> Path:
     `<record_file>.sig` atomically and returns its path."""
     _regular_file(key, "signing key")
     # ssh-keygen signs stdin and writes the armoured signature to stdout when given no file
-    done = _run([_ssh_keygen(), "-Y", "sign", "-q", "-f", str(key), "-n", NAMESPACE],
+    done = _run([ssh_keygen(), "-Y", "sign", "-q", "-f", str(key), "-n", NAMESPACE],
                 canonical(record))
     if done.returncode != 0 or b"BEGIN SSH SIGNATURE" not in done.stdout:
         raise SigningError(f"ssh-keygen could not sign with {key}: {_first_line(done.stderr)}")
@@ -131,7 +132,7 @@ def allowed_signers(kb_root: Path) -> Path:
 
 def verify(record: EvidenceRecord, signature: str, signers: Path) -> Checked:
     """Whether `signature` is a valid signature of `record` by a key in `signers`."""
-    keygen = _ssh_keygen()
+    keygen = ssh_keygen()
     with tempfile.TemporaryDirectory(prefix="flopkb-sig-") as tmp:
         sig = Path(tmp) / "evidence.sig"
         sig.write_text(signature, encoding="ascii")
