@@ -47,8 +47,10 @@ def test_an_edited_verdict_is_a_mismatch(kb):
 def test_an_edited_measurement_is_a_mismatch(kb):
     ev = kb.evidence[B5]
     data = ev.model_dump(mode="json")
-    # a lower p10 corner, still above the qualitative threshold: same verdict, other interval
-    data["statistics"]["data"]["primary"]["ratio_low"] = 2.0
+    # a lower p10 corner at the reading point (T=2048), still above the qualitative threshold:
+    # same verdict, other interval
+    row = next(r for r in data["sweep"] if r["seq_len"] == 2048)
+    row["ratio_low"] = 2.0
     problems = rederive(kb, EvidenceRecord.model_validate(data))
     assert [(p.kind, p.path) for p in problems] == [(MISMATCH, ("measured",))]
 
@@ -60,7 +62,8 @@ def test_copied_hashes_without_statistics_cannot_re_derive(kb):
 
 
 def test_schema_3_numbers_the_experiment_cannot_read_are_legacy_not_trusted(kb):
-    ev = _edited(kb, B5, statistics={"data": {"primary": {"ratio": "fast"}}})
+    ev = _edited(kb, B5, statistics={"data": {"primary": {"ratio": "fast"}}},
+                 sweep=[{"seq_len": 2048, "ratio": "fast"}])
     assert [p.kind for p in rederive(kb, ev)] == [LEGACY]
 
 
