@@ -33,8 +33,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from flopkb.kb import load_files
+from flopkb.kb import load_files, load_kb
 from flopkb.model import EvidenceRecord, Measured
+from flopkb.verify.pooled import Pooled, pooled
 
 ROOT = Path(__file__).resolve().parents[1]
 ACCELERATOR = "h200-sxm"
@@ -115,6 +116,18 @@ class Sources:
             raise SystemExit("\n".join(f"{f.file}: {f.rule} {f.message}" for f in findings))
         return [e for e in kb.evidence.values() if e.accelerator == ACCELERATOR
                 and not (e.conditions or {}).get("quick")]
+
+    @cached_property
+    def pooled(self) -> dict[str, Pooled]:
+        """claim -> its pooled verdict on the accelerator (flopkb.verify.pooled, every trusted
+        fresh run), as `flopkb claims` shows it."""
+        kb, _ = load_kb(self.root)
+        return {c: p for (c, acc), p in pooled(kb).items() if acc == ACCELERATOR}
+
+    def runs(self, claim: str) -> list[EvidenceRecord]:
+        """Every full-run evidence record of `claim` on the accelerator, oldest first."""
+        return sorted((e for e in self.evidence if e.claim == claim),
+                      key=lambda e: (e.timestamp, e.id))
 
     def of(self, claim: str | None) -> EvidenceRecord:
         """The newest full-run evidence of `claim` (None: the calibration)."""
@@ -226,9 +239,10 @@ def verdict_rows(src: Sources) -> list[list[str]]:
     for claim, label in CLAIMS.items():
         e = src.of(claim)
         expected = (e.expected or {}).get("text", "-")
-        verdict = e.verdict.value
+        pooled_verdict = src.pooled.get(claim)
+        verdict = pooled_verdict.text() if pooled_verdict else e.verdict.value
         what, note = NOTES[claim](e)
-        shown = f"**{verdict}**" if verdict == "refuted" else verdict
+        shown = f"**{verdict}**" if verdict.startswith(("refuted", "disagreeing")) else verdict
         if e.implementation_sensitive:
             shown += ", **implementation-sensitive**"
         rows.append([f"`{claim}` ({label})", expected, e.conditions.get("pass", "-"), shown, what,
@@ -463,8 +477,8 @@ def _d3(e: EvidenceRecord) -> tuple[str, str]:
              for r in judged(e) if r.get("launch_bound")]
     rest = [f"{x1(r['ratio'])} at {size(r['elements'])}" for r in _large(e) if r is not read]
     return (f"CUB gpu_to_gpu / run_to_run {measured(e)}",
-            f"read at {size(read['elements'])} fp32, the first size not launch-bound "
-            f"({', '.join(bound)} are), "
+            f"read at {size(read['elements'])} fp32, the fixed reading point (the claim's "
+            f"point or 64M, whichever is larger; launch-bound here: {', '.join(bound)}), "
             f"event-timed; {', '.join(rest)}")
 
 
@@ -520,7 +534,9 @@ def block_verdicts(src: Sources) -> str:
     peers = "; ".join(f"{impl} for {', '.join(lab for i, lab in first_peer if i == impl)}"
                       for impl in dict.fromkeys(i for i, _ in first_peer))
     sentence = (
-        "The verdict and measured columns are each claim's first judgement: the bundled kernels"
+        "The verdict column is pooled over every run whose kernels are the current ones (as "
+        "`flopkb claims` shows it, with the number of runs that agree); the measured column is "
+        "the newest run's first judgement: the bundled kernels"
         + (f", except {peers} (the algorithm the claim is about)" if peers else "")
         + "; the last column names the sides the other judgements swap. "
         + (f"Implementation-sensitive (the verdict changes with the implementation): "
@@ -1039,9 +1055,59 @@ def _kb_figures() -> Any:
 
 kb_figures = _kb_figures()
 
+def _run_cell(e: EvidenceRecord, stale: bool) -> str:
+    m = e.measured
+    figure = (f" {value_text(m)} {band(m.low, m.high)}" if m is not None and m.value is not None
+              and m.low is not None and m.high is not None else "")
+    return f"{e.verdict.value}{figure}" + (" (stale)" if stale else "")
+
+
+def _inside(m: Measured | None, other: Measured | None) -> bool | None:
+    """Whether `m`'s value lies in `other`'s band (None: one of them has no band)."""
+    if m is None or other is None or None in (m.value, other.low, other.high):
+        return None
+    return other.low <= m.value <= other.high
+
+
+def agreement_rows(src: Sources) -> tuple[list[str], list[list[str]]]:
+    """One row per claim: each run's verdict and figure, whether the verdicts agree, and whether
+    each run's value lies inside every other run's band."""
+    dates = sorted({e.timestamp.date().isoformat() for c in CLAIMS for e in src.runs(c)})
+    fresh = {e.id for p in src.pooled.values() for e in p.runs if not p.stale}
+    rows = []
+    for claim, label in CLAIMS.items():
+        runs = src.runs(claim)
+        by_date = {e.timestamp.date().isoformat(): e for e in runs}
+        cells = [_run_cell(by_date[d], by_date[d].id not in fresh) if d in by_date else "-"
+                 for d in dates]
+        verdicts = {e.verdict.value for e in runs}
+        agree = "-" if len(runs) < 2 else ("yes" if len(verdicts) == 1 else "**no**")
+        inside = [_inside(a.measured, b.measured) for a in runs for b in runs if a is not b]
+        figures = ("-" if len(runs) < 2 or None in inside
+                   else "yes" if all(inside) else "**no**")
+        rows.append([f"`{claim}` ({label})", *cells, agree, figures])
+    return dates, rows
+
+
+def block_run_agreement(src: Sources) -> str:
+    dates, rows = agreement_rows(src)
+    text = table(["claim (A1-D4)", *[f"run {d}" for d in dates], "verdicts agree",
+                  "each value inside the other runs' bands"], rows)
+    both = [r for r in rows if r[-2] != "-"]
+    same = sum(1 for r in both if r[-2] == "yes")
+    held = sum(1 for r in both if r[-1] == "yes")
+    return text + "\n" + paragraph(
+        f"From the committed evidence on {ACCELERATOR} (`records/evidence/`, full runs, one "
+        f"process each): of the {len(both)} claims measured in more than one run, the verdicts "
+        f"agree for {same} and each run's value lies inside the other run's p10/p90 band for "
+        f"{held}. \"(stale)\": that run's kernels have changed since, so it no longer counts "
+        "towards the pooled verdict.")
+
+
 BLOCKS: dict[str, Callable[[Sources], str]] = {
     "model-table": block_model_table,
     "model-claims": block_model_claims,
+    "run-agreement": block_run_agreement,
     "kernel-notes": block_kernel_notes,
     "validate-table": block_validate_table,
     "graph-speed": block_graph_speed,

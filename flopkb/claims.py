@@ -9,7 +9,7 @@ from flopkb.hardware import HardwareModel, UnknownRecord
 from flopkb.kb import KnowledgeBase
 from flopkb.model import Basis, HardwareParameter
 from flopkb.modelshow import derived_values
-from flopkb.verify.evidence import latest_verdicts, sensitive_accelerators
+from flopkb.verify.pooled import pooled
 
 
 def list_claims(
@@ -26,6 +26,10 @@ def list_claims(
     other rows have `computed: null`. A row with `derived_from` has `computed_from_architectures`,
     the values computed from the architecture records (flopkb.modelshow); else null.
 
+    A verdict is pooled over every trusted, fresh run on that accelerator
+    (`flopkb.verify.pooled`): `disagreeing` when they differ. `runs` keeps, per accelerator, the
+    pooled verdict's run count, agreement and each run's own verdict.
+
     Filters: `record` (class id), `quantity` (the row's quantity id, exactly), `basis`, and
     `accelerator` (claims whose class lists it in `affected_by_hardware`; verdicts narrowed to it).
     An unknown record, quantity or accelerator id raises `UnknownRecord`: a typo is not an empty
@@ -38,8 +42,9 @@ def list_claims(
     if accelerator is not None and accelerator not in kb.accelerators:
         raise UnknownRecord("accelerator", accelerator, kb.accelerators)
     wanted_basis = Basis(basis) if basis is not None else None
-    verdicts = latest_verdicts(kb)
-    sensitive = sensitive_accelerators(kb)
+    pooled_by_claim: dict[str, dict[str, Any]] = {}
+    for (cid, acc), p in pooled(kb).items():
+        pooled_by_claim.setdefault(cid, {})[acc] = p
     rows: list[dict[str, Any]] = []
     model = HardwareModel(kb)
     for claim_id, rec, row in kb.claims():
@@ -51,9 +56,9 @@ def list_claims(
             continue
         if accelerator is not None and accelerator not in rec.affected_by_hardware:
             continue
-        found = verdicts.get(claim_id, {})
+        found = pooled_by_claim.get(claim_id, {})
         if accelerator is not None:
-            found = {acc: v for acc, v in found.items() if acc == accelerator}
+            found = {acc: p for acc, p in found.items() if acc == accelerator}
         computed = computed_values(model, rec, row)
         if computed is not None and accelerator is not None:
             computed = {acc: c for acc, c in computed.items() if acc == accelerator}
@@ -64,9 +69,11 @@ def list_claims(
                 "quantity": row.quantity,
                 "magnitude": row.magnitude,
                 "basis": row.basis.value,
-                "verdicts": dict(found),
-                "implementation_sensitive": [a for a in sensitive.get(claim_id, [])
-                                             if a in found],
+                "verdicts": {acc: p.verdict for acc, p in found.items()},
+                "verdict_text": {acc: p.text() for acc, p in found.items()},
+                "runs": {acc: p.as_dict() for acc, p in found.items()},
+                "implementation_sensitive": [a for a, p in found.items()
+                                             if p.implementation_sensitive],
                 "computed": None if computed is None
                 else {acc: c.as_dict() for acc, c in computed.items()},
                 "computed_from_architectures": _computed(kb, row),

@@ -2,7 +2,9 @@
 
 Keys (every one optional): `root` (the KB root, relative to the config file), `select` and
 `ignore` (rule code prefixes, as ruff reads them: `FKB2` is every provenance rule), `exclude`
-(globs of record paths, relative to the KB root) and `strict`. The command line overrides each
+(globs of record paths, relative to the KB root), `strict`, `require_signed` (evidence must be
+signed by a key in the KB's allowed_signers) and `sign_key` (the private key `verify --gpu` signs
+the evidence it writes with, relative to the config file). The command line overrides each
 key it is given. A config file that cannot be read or holds an unknown key is a usage error
 (`ConfigError`, exit 2): a typo must not silently turn a check off.
 """
@@ -20,7 +22,7 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 CONFIG_NAMES = ("flopkb.toml", "pyproject.toml")
-_KEYS = {"root", "select", "ignore", "exclude", "strict"}
+_KEYS = {"root", "select", "ignore", "exclude", "strict", "require_signed", "sign_key"}
 
 
 class ConfigError(ValueError):
@@ -37,6 +39,8 @@ class Config:
     ignore: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     strict: bool = False
+    require_signed: bool = False
+    sign_key: Path | None = None
     # which keys the file set, so a CLI flag can say it overrides one
     given: frozenset[str] = field(default_factory=frozenset)
 
@@ -77,8 +81,16 @@ def read_config(path: Path) -> Config | None:
     strict = table.get("strict", False)
     if not isinstance(strict, bool):
         raise ConfigError(f"{path}: `strict` must be true or false")
+    require_signed = table.get("require_signed", False)
+    if not isinstance(require_signed, bool):
+        raise ConfigError(f"{path}: `require_signed` must be true or false")
+    sign_key = table.get("sign_key")
+    if sign_key is not None and not isinstance(sign_key, str):
+        raise ConfigError(f"{path}: `sign_key` must be a string (a path relative to the file)")
     return Config(
         file=path,
+        require_signed=require_signed,
+        sign_key=(path.parent / sign_key) if sign_key is not None else None,
         root=(path.parent / root) if root is not None else None,
         select=_strings(path, "select", table.get("select", [])),
         ignore=_strings(path, "ignore", table.get("ignore", [])),

@@ -67,6 +67,9 @@ class KnowledgeBase:
     _implausible: tuple[int, int, dict[str, tuple[str, str]]] | None = field(
         default=None, repr=False
     )
+    _untrusted: tuple[int, int, dict[str, list[Any]]] | None = field(default=None, repr=False)
+    # pooled verdicts per state of `records` (flopkb.verify.pooled keeps it here)
+    _pooled_cache: Any = field(default=None, repr=False, compare=False)
 
     def _of(self, cls: type) -> dict[str, Any]:
         # Checks ask for `kb.classes` etc. many times: index by type once per state of `records`.
@@ -112,6 +115,17 @@ class KnowledgeBase:
         if self._implausible is None or self._implausible[:2] != key:
             self._implausible = (*key, implausible_evidence(self))
         return self._implausible[2]
+
+    def untrusted_evidence(self) -> dict[str, list[Any]]:
+        """evidence id -> the `flopkb.verify.rederive.Problem`s of evidence whose verdict does not
+        re-derive from its stored numbers: it never gives or backs a verdict. Computed once per
+        state of `records`."""
+        from flopkb.verify.rederive import untrusted
+
+        key = (id(self.records), len(self.records))
+        if self._untrusted is None or self._untrusted[:2] != key:
+            self._untrusted = (*key, untrusted(self))
+        return self._untrusted[2]
 
     def claims(self) -> Iterator[tuple[str, ClassRecord, HardwareParameter]]:
         """Every claim as (global id `<record>/<row>`, its class record, its row)."""

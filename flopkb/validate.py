@@ -195,6 +195,7 @@ def validate(
     changed: bool = False,
     deleted: Sequence[Path] = (),
     deleted_referenced: Collection[str] | None = (),
+    require_signed: bool = False,
 ) -> ValidationResult:
     """Load, check and collect every finding; raises ValidationInputError only for a bad path.
 
@@ -205,6 +206,7 @@ def validate(
     them, on every record that references one of their ids, and on every record they (or, for
     `deleted_referenced`, the deleted files' committed versions) reference; None there (what the
     deleted files referenced is not known) reports on the whole KB.
+    `require_signed`: unsigned or wrongly signed evidence is an error (FKB515, FKB516).
     """
     limits = limits or Limits()
     selection = selection or Selection()
@@ -229,7 +231,14 @@ def validate(
     report = _unique(report)
     loaded = _unique([*report, *load])
     kb, findings = load_files(sorted(loaded), root=root, limits=limits)
-    findings = sorted_findings([*targets.scoped, *targets.around, *findings, *run_checks(kb)])
+    signed: list[Finding] = []
+    if require_signed:
+        from flopkb.check.base import CheckContext
+        from flopkb.check.signatures import signature_findings
+
+        signed = list(signature_findings(CheckContext(kb)))
+    findings = sorted_findings([*targets.scoped, *targets.around, *findings, *run_checks(kb),
+                                *signed])
     shown_paths = list(report)
     cwd = os.getcwd()
     if changed:

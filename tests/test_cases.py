@@ -31,12 +31,14 @@ _OWN_PREFIXES = ("FKB1", "FKB2", "FKB3")
 _OWN_FORMULA_CODES = {"FKB401", "FKB402", "FKB403", "FKB404", "FKB405"}
 # evidence plausibility (issue 12): dated in the future, or before the accelerator existed
 _OWN_PLAUSIBILITY_CODES = {"FKB508", "FKB509"}
+# evidence that re-derives (issue 17): verdicts from the stored numbers, listed pictures exist
+_OWN_REDERIVE_CODES = {"FKB510", "FKB511", "FKB512", "FKB513", "FKB514"}
 
 
 def own_codes() -> set[str]:
     load_checks()
     codes = {c for c in RULES if c.startswith(_OWN_PREFIXES)} | set(LOAD_RULES) | _OWN_FORMULA_CODES
-    codes |= _OWN_PLAUSIBILITY_CODES
+    codes |= _OWN_PLAUSIBILITY_CODES | _OWN_REDERIVE_CODES
     return codes - {"FKB199"}
 
 

@@ -1,5 +1,7 @@
 """Rule 6, evidence integrity: evidence names a claim and an experiment that exist and the hashes
-of the kernel sources it ran; evidence whose kernels changed since is stale (a warning)."""
+of the kernel sources it ran; evidence whose kernels changed since is stale (a warning); every
+verdict re-derives from the numbers the record stores (`flopkb.verify.rederive`), and every
+picture it lists is a file of the KB."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from flopkb.findings import Finding, Severity
 from flopkb.model import EvidenceRecord
 from flopkb.verify import registry
 from flopkb.verify.hashing import stale_evidence
+from flopkb.verify.rederive import INCONSISTENT, LEGACY, MISMATCH, MISSING
 
 UNKNOWN_CLAIM = rule("FKB501", Severity.error, "evidence names a claim that does not exist")
 UNKNOWN_EXPERIMENT = rule("FKB502", Severity.error, "evidence names an unknown experiment")
@@ -22,6 +25,21 @@ CLAIM_EXPERIMENT = rule("FKB506", Severity.warning,
                         "evidence's experiment differs from the one its claim row links to")
 ROW_EXPERIMENT = rule("FKB507", Severity.error,
                       "a claim row's verify.experiment names no experiment (bundled or the KB's)")
+NOT_REDERIVED = rule("FKB510", Severity.error,
+                     "evidence's verdict is not what its stored measurement gives")
+NO_MEASUREMENT = rule("FKB511", Severity.error,
+                      "evidence's verdict cannot be re-derived: it stores no measurement")
+LEGACY_UNREADABLE = rule("FKB512", Severity.warning,
+                         "schema 3 evidence the current experiment cannot re-read: not trusted")
+INCONSISTENT_VERDICT = rule("FKB513", Severity.error,
+                            "evidence's verdict, measured value or implementation-sensitive "
+                            "flag disagrees with its judgements")
+MISSING_ARTIFACT = rule("FKB514", Severity.error,
+                        "evidence lists an artifact that is not a file beside it in the KB")
+BY_PROBLEM = {MISMATCH: NOT_REDERIVED, MISSING: NO_MEASUREMENT, LEGACY: LEGACY_UNREADABLE,
+              INCONSISTENT: INCONSISTENT_VERDICT}
+REDERIVE_HINT = ("an evidence record is written by `flopkb verify --gpu`; run it again, or "
+                 "remove the record (a claim's magnitude edited since also changes the verdict)")
 
 
 def _catalogue(ctx: CheckContext) -> registry.Catalogue:
@@ -37,6 +55,34 @@ def evidence_integrity(ctx: CheckContext) -> Iterator[Finding]:
     for eid, ev in sorted(kb.evidence.items()):
         yield from ctx.isolated(eid, _one_evidence(ctx, eid, ev))
     yield from _stale_and_links(ctx)
+    untrusted = kb.untrusted_evidence()
+    for eid in sorted(untrusted):
+        yield from ctx.isolated(eid, _rederived(ctx, eid, untrusted[eid]))
+
+
+def _rederived(ctx: CheckContext, eid: str, problems: list) -> Iterator[Finding]:
+    """FKB510-FKB513: the record's verdicts against what its own numbers give."""
+    for p in problems:
+        hint = ("its verdict is not trusted: it gives no verdict and backs no `basis: measured`"
+                if p.kind == LEGACY else REDERIVE_HINT)
+        yield ctx.finding(BY_PROBLEM[p.kind], eid, p.path, p.message[:400], hint=hint)
+
+
+def _artifacts(ctx: CheckContext, eid: str, ev: EvidenceRecord) -> Iterator[Finding]:
+    """FKB514: each listed picture is a regular file in the evidence record's own folder."""
+    file = ctx.kb.files.get(eid)
+    if file is None:
+        return
+    folder = file.parent
+    for i, name in enumerate(ev.artifacts):
+        plain = name not in {"", ".", ".."} and "/" not in name and "\\" not in name
+        path = folder / name if plain else None
+        if path is None or path.is_symlink() or not path.is_file():
+            why = ("is not a plain file name beside the record" if not plain
+                   else "is not a regular file beside the record")
+            yield ctx.finding(MISSING_ARTIFACT, eid, ("artifacts", i), f"artifact {name!r} {why}",
+                              hint="verify writes the picture beside its evidence; restore it "
+                              "or drop it from `artifacts`")
 
 
 def _one_evidence(ctx: CheckContext, eid: str, ev: EvidenceRecord) -> Iterator[Finding]:
@@ -68,6 +114,7 @@ def _one_evidence(ctx: CheckContext, eid: str, ev: EvidenceRecord) -> Iterator[F
     if ev.accelerator is not None and ev.accelerator not in kb.accelerators:
         yield ctx.finding(UNKNOWN_ACCELERATOR, eid, ("accelerator",),
                           f"{ev.accelerator!r} is not an accelerator record")
+    yield from _artifacts(ctx, eid, ev)
 
 
 def _stale_and_links(ctx: CheckContext) -> Iterator[Finding]:

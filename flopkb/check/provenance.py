@@ -30,9 +30,8 @@ from flopkb.findings import Finding, Severity
 from flopkb.formula import FormulaError
 from flopkb.kb import KnowledgeBase
 from flopkb.magnitude import MagnitudeError, parse_magnitude
-from flopkb.model import Basis, ClassRecord, Verdict
+from flopkb.model import Basis, ClassRecord
 from flopkb.text import closest_span, normalise
-from flopkb.verify.evidence import latest
 
 NOT_VERBATIM = rule(
     "FKB201", Severity.error, "`effect` is not a verbatim span of the record's prose"
@@ -112,14 +111,16 @@ def _quotes_size(numbers: set[str], sizes: set[str], size: str) -> bool:
 
 
 def _confirmed_on(kb: KnowledgeBase) -> dict[str, set[str]]:
-    """claim id -> accelerators whose newest measurement of it is `confirmed` (a later refutation
-    on the same part withdraws the confirmation; a later error does not). Evidence whose
-    conditions say `simulation: true` (one part standing in for others) never counts."""
+    """claim id -> accelerators whose pooled verdict (all trusted, fresh runs: a refutation
+    beside a confirmation makes it `disagreeing`; an error does not count) is `confirmed`.
+    Evidence whose conditions say `simulation: true` (one part standing in for others) never
+    counts."""
+    from flopkb.verify.pooled import pooled
+
     out: dict[str, set[str]] = {}
-    for (claim, acc), ev in latest(kb, measuring_only=True).items():
-        if ev.conditions.get("simulation") is True:
-            continue
-        if claim and acc and ev.verdict is Verdict.confirmed:
+    real = pooled(kb, keep=lambda ev: ev.conditions.get("simulation") is not True)
+    for (claim, acc), p in real.items():
+        if acc != "unknown-gpu" and p.verdict == "confirmed":
             out.setdefault(claim, set()).add(acc)
     return out
 

@@ -89,3 +89,14 @@ def schema_versions(ctx: CheckContext) -> Iterator[Finding]:
                 "judgements and implementation_sensitive need schema_version 3 (added in "
                 "version 3)", "set schema_version: 3",
             )  # fmt: skip
+        elif (
+            record.schema_version < 4
+            and isinstance(record, EvidenceRecord)
+            and (record.rounds or record.tolerance is not None
+                 or any(j.rounds for j in record.judgements))
+        ):
+            yield ctx.finding(
+                LOADING["FKB129"], rid, ("rounds",),
+                "rounds and tolerance need schema_version 4 (added in version 4)",
+                "set schema_version: 4",
+            )  # fmt: skip

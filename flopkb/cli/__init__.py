@@ -16,6 +16,7 @@ from typer.core import TyperGroup
 from flopkb import __version__
 from flopkb.cli import (
     claims,
+    evidence,
     extract,
     graph,
     hw,
@@ -143,6 +144,8 @@ app.command("extract", epilog=example("flopkb extract selective-ssm-scan"))(extr
 app.command("verify", epilog=example("flopkb verify --record mamba2-ssd"))(verify.verify)
 app.command("init", epilog=example("flopkb init my-kb && cd my-kb && flopkb validate"))(init.init)
 app.add_typer(schema.app, name="schema", epilog=example("flopkb schema export --check"))
+app.add_typer(evidence.app, name="evidence",
+              epilog=example("flopkb evidence sign ev-mamba2-ssd--... --key ~/.ssh/id_ed25519"))
 app.add_typer(hw.app, name="hw", epilog=example("flopkb hw show h200-sxm"))
 app.add_typer(
     model.app, name="model", epilog=example("flopkb model show nemotron-h-8b --context 65536")

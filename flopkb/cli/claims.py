@@ -38,7 +38,8 @@ def claims(
     ] = None,
     fmt: FormatOption = OutputFormat.text,
 ) -> None:
-    """Every claim: record, quantity, magnitude, basis, latest verdict per accelerator."""
+    """Every claim: record, quantity, magnitude, basis, and its verdict per accelerator pooled over
+    all its runs there (`confirmed (2/2 runs)`; `disagreeing` when they differ)."""
     kb, findings = load_kb(kb_root(ctx))
     errors = sum(1 for f in findings if f.severity.value == "error")
     if errors:
@@ -63,8 +64,8 @@ def claims(
     for r in rows:
         touchy = set(r.get("implementation_sensitive") or [])
         verdicts = ", ".join(
-            f"{acc}: {v}" + (" (implementation-sensitive)" if acc in touchy else "")
-            for acc, v in r["verdicts"].items()) or "-"
+            f"{acc}: {text}" + (" (implementation-sensitive)" if acc in touchy else "")
+            for acc, text in r["verdict_text"].items()) or "-"
         magnitude = r["magnitude"]
         if r.get("computed_from_architectures"):
             # the figure beside what the architecture records give for it

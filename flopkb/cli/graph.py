@@ -331,8 +331,9 @@ def path(
 
 @app.command(epilog=example("flopkb graph status --format json"))
 def status(ctx: typer.Context, fmt: FormatOption = OutputFormat.text) -> None:
-    """Claims that are unverified, stale, contradicted by evidence, implementation-sensitive (the
-    verdict changed with the implementation that ran), or not applicable on a part."""
+    """Claims that are unverified, stale, contradicted by evidence, disagreeing (their runs on a
+    part gave different verdicts), implementation-sensitive (the verdict changed with the
+    implementation that ran), or not applicable on a part."""
     result = _run(lambda: queries.status(_graph(ctx)))
     if fmt is OutputFormat.json:
         return emit_json(result)
@@ -370,6 +371,14 @@ def status(ctx: typer.Context, fmt: FormatOption = OutputFormat.text) -> None:
         result["contradicted"],
         ["claim", "refuted on", "evidence"],
         lambda r: [r["claim"], ", ".join(r["accelerators"]), ", ".join(r["evidence"])],
+    )
+    section(
+        "disagreeing runs",
+        result["disagreeing"],
+        ["claim", "on", "runs"],
+        lambda r: [r["claim"], ", ".join(r["accelerators"]),
+                   "; ".join(f"{e['evidence']}: {e['verdict']}"
+                             for a in r["accelerators"] for e in r["runs"][a])],
     )
     section(
         "implementation-sensitive",

@@ -74,6 +74,12 @@ def validate(
             "reference (evidence -> its claim)",
         ),
     ] = False,
+    require_signed: Annotated[
+        bool | None,
+        typer.Option("--require-signed/--no-require-signed",
+                     help="unsigned or wrongly signed evidence is an error (the KB's "
+                     "allowed_signers; config key require_signed)"),
+    ] = None,
     max_bytes: Annotated[
         int, typer.Option("--max-bytes", min=1, help="size limit per file")
     ] = DEFAULT_MAX_BYTES,
@@ -113,6 +119,7 @@ def validate(
             changed=changed,
             deleted=staged.deleted,
             deleted_referenced=staged.referenced,
+            require_signed=config.require_signed if require_signed is None else require_signed,
         )
     except (ValidationInputError, SelectionError) as exc:
         fail(str(exc))

@@ -7,7 +7,7 @@ import sys
 import time
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -21,6 +21,7 @@ from flopkb.cli.common import (
     emit_json,
     err_console,
     fail,
+    kb_location,
     kb_root,
     plain,
     print_kb,
@@ -130,6 +131,19 @@ def verify(
                                    help="allocate at most this much device memory, as on a "
                                    "smaller part (e.g. 24 for an RTX 4090)")
     ] = None,
+    rounds: Annotated[
+        int | None, typer.Option("--rounds", min=1, help="independent rounds per claim point "
+                                 "(default 3; 1 with --quick)")
+    ] = None,
+    sign_key: Annotated[
+        Path | None, typer.Option("--sign-key", help="SSH private key to sign each evidence "
+                                  "record with (config key sign_key)")
+    ] = None,
+    recheck: Annotated[
+        str | None, typer.Option("--recheck", metavar="EVIDENCE",
+                                 help="measure this evidence record's claim again and say "
+                                 "whether it reproduces within its interval (writes nothing)")
+    ] = None,
     follow_symlinks: FollowSymlinksOption = False,
     fmt: FormatOption = OutputFormat.text,
 ) -> None:
@@ -148,6 +162,19 @@ def verify(
 
     root = kb_root(ctx)
     kb, _ = load_kb(root)
+    config = kb_location(ctx).config
+    key = sign_key or config.sign_key
+    if key is not None and not key.is_file():
+        fail(f"no such signing key: {key}")
+    if key is not None:
+        from flopkb.verify.signing import SigningError, ssh_keygen
+
+        try:
+            ssh_keygen()
+        except SigningError as exc:
+            fail(str(exc))
+    if recheck is not None:
+        _recheck(ctx, kb, root, recheck, gpu=gpu, rounds=rounds, fmt=fmt)
     if claim is not None and kb.claim(claim) is None:
         fail(f"no claim {claim!r} in the KB at {root}")
     if record is not None and record not in kb.classes:
@@ -203,7 +230,8 @@ def verify(
     with progress, writing(policy):
         machine, results = runner.run_gpu(kb, root, jobs, quick=quick, impl=impl.value,
                                           command=command, out_dir=out, on_event=on_event,
-                                          portable=portable, memory_budget_gb=memory_budget)
+                                          portable=portable, memory_budget_gb=memory_budget,
+                                          rounds=rounds, sign_key=key)
     if results is None:
         return
     payload = {"machine": machine, "results": [r.as_dict() for r in broken + results],
@@ -212,6 +240,44 @@ def verify(
     if fmt is OutputFormat.text:
         print_kb(ctx)
     raise typer.Exit(1 if any(r["verdict"] == "error" for r in payload["results"]) else 0)
+
+
+def _recheck(ctx: typer.Context, kb: Any, root: Path, given: str, *, gpu: bool,
+             rounds: int | None, fmt: OutputFormat) -> NoReturn:
+    """`--recheck EVIDENCE`: the record's claim measured again; exit 1 unless it reproduces."""
+    from flopkb.verify import runner
+    from flopkb.verify.recheck import recheck, reproduces
+
+    if not gpu:
+        fail("--recheck measures again: it needs --gpu")
+    eid = Path(given).stem if given.endswith(".yaml") else given
+    ev = kb.evidence.get(eid)
+    if ev is None:
+        fail(f"no evidence record {given!r} in the KB at {root}")
+    if not runner.gpu_available():
+        fail("--gpu needs a CUDA GPU and this process sees none (torch.cuda.is_available() is "
+             "False)")
+    try:
+        machine, outcomes = recheck(kb, root, ev, rounds=rounds,
+                                    command=f"flopkb verify --gpu --recheck {eid}")
+    except ValueError as exc:
+        fail(str(exc))
+    ok = reproduces(outcomes)
+    if fmt is OutputFormat.json:
+        emit_json({"evidence": eid, "machine": machine, "reproduces": ok,
+                   "combinations": [o.as_dict() for o in outcomes]})
+    else:
+        table = IdTable(title=f"recheck of {eid}")
+        for column in ("combination", "then", "now", "status"):
+            table.add_column(column, overflow="fold")
+        for o in outcomes:
+            then = (f"{o.verdict_then} {o.then.value} [{o.then.low}, {o.then.high}]"
+                    if o.then else o.verdict_then)
+            table.add_row(", ".join(f"{k}={v}" for k, v in o.combination.items()) or "-",
+                          then, f"{o.verdict_now or '-'} {o.value_now}", o.status)
+        console.print(table)
+        console.print("reproduces" if ok else "does not reproduce", markup=False)
+    raise typer.Exit(0 if ok else 1)
 
 
 def _report(payload: dict[str, Any], fmt: OutputFormat, plan_mode: bool) -> None:

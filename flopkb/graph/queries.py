@@ -21,12 +21,11 @@ from typing import Any
 import networkx as nx
 
 from flopkb.formula import FormulaError, parse_formula
-from flopkb.graph.build import EVIDENCE_RELATIONS, KINDS, build_graph, node_id, split_node
+from flopkb.graph.build import KINDS, build_graph, node_id, split_node
 from flopkb.graph.values import PartValues, Value, ratio
 from flopkb.hardware import HardwareModel, hw_compare
 from flopkb.kb import KnowledgeBase
 from flopkb.model import QuantityRecord
-from flopkb.verify.evidence import MEASURING
 from flopkb.verify.hashing import stale_evidence
 
 Edge = dict[str, str]
@@ -246,28 +245,25 @@ def affects(kg: KBGraph, ident: str, via_specs: bool = True) -> dict[str, Any]:
 
 
 def latest_verdicts(kg: KBGraph, claim: str) -> dict[str, dict[str, Any]]:
-    """accelerator id -> latest evidence on it for `claim`: `{"verdict", "evidence", "timestamp"}`.
-
-    The latest evidence that measured something (confirmed, refuted, inconclusive) wins over later
-    runs that did not (error, not-run, not-applicable); evidence naming no accelerator keys as "?".
+    """accelerator id -> `claim`'s pooled verdict there (`flopkb.verify.pooled`: every trusted,
+    fresh run; `disagreeing` when they differ): `{"verdict", "text", "evidence", "timestamp",
+    "implementation_sensitive", "runs"}`, `evidence` and `timestamp` the newest run's; evidence
+    naming no accelerator keys as "?".
     """
-    best: dict[str, tuple[tuple[bool, str], dict[str, Any]]] = {}
-    implausible = kg.kb.implausible_evidence()
-    for ev, data in kg.g.pred[claim].items():
-        # evidence dated in the future or before its part existed never gives the verdict
-        if data["relation"] not in EVIDENCE_RELATIONS or _bare(ev) in implausible:
-            continue
-        acc = data.get("accelerator") or "?"
-        rank = (data["verdict"] in MEASURING, data["timestamp"])
-        if acc not in best or rank > best[acc][0]:
-            entry = {
-                "verdict": data["verdict"],
-                "evidence": _bare(ev),
-                "timestamp": data["timestamp"],
-                "implementation_sensitive": bool(data.get("implementation_sensitive")),
-            }
-            best[acc] = (rank, entry)
-    return {acc: best[acc][1] for acc in sorted(best)}
+    from flopkb.verify.pooled import pooled
+
+    out: dict[str, dict[str, Any]] = {}
+    for (_, acc), p in pooled(kg.kb, _bare(claim)).items():
+        newest = p.runs[0]
+        out["?" if acc == "unknown-gpu" else acc] = {
+            "verdict": p.verdict,
+            "text": p.text(),
+            "evidence": newest.id,
+            "timestamp": newest.timestamp.isoformat().replace("+00:00", "Z"),
+            "implementation_sensitive": p.implementation_sensitive,
+            "runs": p.as_dict()["per_run"],
+        }
+    return {acc: out[acc] for acc in sorted(out)}
 
 
 def _claim_quantities(kg: KBGraph, claim: str) -> list[str]:
@@ -530,7 +526,7 @@ def status(kg: KBGraph) -> dict[str, Any]:
     contradicted: the latest measuring evidence on some accelerator refuted the claim.
     implementation_sensitive: that evidence's verdict changed with the implementation that ran.
     """
-    unverified, contradicted, sensitive = [], [], []
+    unverified, contradicted, sensitive, disagreeing = [], [], [], []
     for claim, data in sorted(kg.g.nodes(data=True)):
         if data["kind"] != "claim":
             continue
@@ -547,6 +543,10 @@ def status(kg: KBGraph) -> dict[str, Any]:
         if touchy:
             sensitive.append({"claim": _bare(claim), "accelerators": touchy,
                               "evidence": [current[a]["evidence"] for a in touchy]})
+        split = {a: v for a, v in current.items() if v["verdict"] == "disagreeing"}
+        if split:
+            disagreeing.append({"claim": _bare(claim), "accelerators": sorted(split),
+                                "runs": {a: split[a]["runs"] for a in sorted(split)}})
         refuted = {a: v for a, v in current.items() if v["verdict"] == "refuted"}
         if refuted:
             contradicted.append(
@@ -568,6 +568,7 @@ def status(kg: KBGraph) -> dict[str, Any]:
         "unverified": unverified,
         "stale": [{"claim": c, "evidence": evs} for c, evs in sorted(by_claim.items())],
         "contradicted": contradicted,
+        "disagreeing": disagreeing,
         "implementation_sensitive": sensitive,
         "not_applicable": [{"claim": c, "accelerators": a} for c, a in not_applicable(kg).items()],
     }

@@ -19,7 +19,7 @@ from flopkb.model.classes import (
     HardwareParameter,
     VerifyLink,
 )
-from flopkb.model.evidence import EvidenceRecord, Judged, Measured, Verdict
+from flopkb.model.evidence import EvidenceRecord, Judged, Measured, Round, Verdict
 from flopkb.model.quantity import QuantityRecord
 from flopkb.model.source import SourceRecord, SourceType
 
@@ -70,6 +70,7 @@ __all__ = [
     "QuantityRecord",
     "Record",
     "RecordBase",
+    "Round",
     "SourceRecord",
     "SourceRef",
     "SourceType",

@@ -18,9 +18,11 @@ from pydantic import (
 
 # Version 1: the first record format (classes without `flop.hardware_parameters`).
 # Version 2: `flop.hardware_parameters` rows added (the "schema authority pass").
+# Version 3: evidence `judgements` and `implementation_sensitive`.
+# Version 4: evidence `rounds` and `tolerance` (what the verdict is re-derived from).
 # See schema/CHANGELOG.md.
-CURRENT_SCHEMA_VERSION = 3
-ACCEPTED_SCHEMA_VERSIONS = frozenset({1, 2, 3})
+CURRENT_SCHEMA_VERSION = 4
+ACCEPTED_SCHEMA_VERSIONS = frozenset({1, 2, 3, 4})
 
 ID_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
 # Dates and times are the strings YAML 1.2 core gives (it has no date type). The JSON Schema

@@ -39,6 +39,16 @@ class Measured(Strict):
     what: str | None = Field(default=None, description="what the number is, in words")
 
 
+class Round(Strict):
+    """One independent round of one implementation combination (schema 4): what the
+    experiment's `judge` reads, per round. The record's `statistics.data` and `sweep` are these
+    rounds merged by `flopkb.verify.rounds.merge_rounds`; `flopkb validate` merges and judges them
+    again and compares the verdict."""
+
+    data: dict[str, Any] = Field(default_factory=dict)
+    sweep: list[dict[str, Any]] = Field(default_factory=list)
+
+
 class Judged(Strict):
     """The verdict of one implementation combination (which code ran each side)."""
 
@@ -49,6 +59,11 @@ class Judged(Strict):
     verdict: Verdict
     measured: Measured | None = None
     reason: str | None = None
+    rounds: list[Round] = Field(
+        default_factory=list,
+        description="schema 4: this combination's rounds (the first judgement's are the record's "
+        "`rounds`)",
+    )
 
 
 class EvidenceRecord(RecordBase):
@@ -102,6 +117,14 @@ class EvidenceRecord(RecordBase):
     )
     duration_s: Number | None = None
     artifacts: list[str] = Field(default_factory=list, description="plots beside this file")
+    rounds: list[Round] = Field(
+        default_factory=list,
+        description="schema 4: the verdict's combination measured in independent rounds",
+    )
+    tolerance: dict[str, Number] | None = Field(
+        default=None,
+        description="schema 4: the tolerances the verdict was decided with (flopkb.verify.stats)",
+    )
 
     @field_validator("timestamp", mode="before")
     @classmethod

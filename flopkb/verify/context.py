@@ -72,6 +72,11 @@ class Settings:
         return cls(2, 30, 150.0) if quick else cls(3, 100, 400.0)
 
 
+# Seeds of one round stay below this (input sets per point are a few dozen at most), so rounds
+# never redraw the same inputs.
+ROUND_SEED_STRIDE = 100_003
+
+
 @dataclass
 class Context:
     """One experiment's view of the run. `gpu=False` is the CPU plan mode (interpreter)."""
@@ -95,7 +100,14 @@ class Context:
     # accelerator specs of the KB (accelerator id -> {quantity: value}) for experiments that
     # simulate other parts (D2), and the KB itself for reading them
     kb: Any = None
+    # the independent round being measured (flopkb.verify.rounds): input makers draw their
+    # random inputs from `seed(base)`, so each round times fresh data
+    round: int = 0
     _deadline: float = math.inf
+
+    def seed(self, base: int) -> int:
+        """The generator seed of input set `base` in this round (round 0 keeps `base`)."""
+        return base + ROUND_SEED_STRIDE * self.round
 
     @property
     def device(self):

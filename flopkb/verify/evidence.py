@@ -90,14 +90,16 @@ def latest(
 
     `measuring_only` skips runs that measured nothing (an out-of-memory error does not withdraw
     an earlier confirmation; a later refutation does). Evidence whose timestamp cannot be true
-    (future, or before its accelerator existed: `kb.implausible_evidence()`) is never latest.
+    (future, or before its accelerator existed: `kb.implausible_evidence()`) or whose verdict does
+    not re-derive from its own numbers (`kb.untrusted_evidence()`) is never latest.
     """
     best: dict[tuple[str | None, str | None], EvidenceRecord] = {}
     implausible = kb.implausible_evidence()
+    untrusted = kb.untrusted_evidence()
     for ev in kb.evidence.values():
         if claim is not None and ev.claim != claim:
             continue
-        if ev.id in implausible:
+        if ev.id in implausible or ev.id in untrusted:
             continue
         if measuring_only and ev.verdict.value not in MEASURING:
             continue
@@ -117,36 +119,40 @@ def current(kb) -> dict[tuple[str | None, str | None], EvidenceRecord]:
 
 
 def latest_verdicts(kb) -> dict[str, dict[str, str]]:
-    """{claim: {accelerator: verdict}} from each pair's current evidence (for `flopkb claims`).
+    """{claim: {accelerator: pooled verdict}} over all of each pair's trusted runs
+    (`flopkb.verify.pooled`): runs that disagree give `disagreeing`, never the latest one's.
 
     Evidence from an unmatched GPU is listed under "unknown-gpu"; calibrations are left out.
     """
+    from flopkb.verify.pooled import pooled
+
     out: dict[str, dict[str, str]] = {}
-    pairs = sorted(current(kb).items(), key=lambda kv: (kv[0][0] or "", kv[0][1] or ""))
-    for (claim, acc), ev in pairs:
-        if claim is None:
-            continue
-        out.setdefault(claim, {})[acc or "unknown-gpu"] = ev.verdict.value
+    for (claim, acc), p in pooled(kb).items():
+        out.setdefault(claim, {})[acc] = p.verdict
     return out
 
 
 def sensitive_accelerators(kb) -> dict[str, list[str]]:
-    """{claim: [accelerators]} where the current evidence's verdict changed with the
-    implementation (`implementation_sensitive`)."""
+    """{claim: [accelerators]} where a pooled run's verdict changed with the implementation
+    (`implementation_sensitive`)."""
+    from flopkb.verify.pooled import pooled
+
     out: dict[str, list[str]] = {}
-    for (claim, acc), ev in sorted(current(kb).items(), key=lambda kv: (kv[0][0] or "",
-                                                                        kv[0][1] or "")):
-        if claim is not None and ev.implementation_sensitive:
-            out.setdefault(claim, []).append(acc or "unknown-gpu")
+    for (claim, acc), p in pooled(kb).items():
+        if p.implementation_sensitive:
+            out.setdefault(claim, []).append(acc)
     return out
 
 
 def confirmed_on(kb, claim: str, accelerators: list[str] | None = None) -> list[EvidenceRecord]:
-    """Evidence confirming `claim` whose newest verdict on its accelerator is confirmed,
+    """The runs confirming `claim` on each accelerator whose pooled verdict is confirmed,
     restricted to `accelerators` when given (rule 3: a `measured` basis needs one)."""
+    from flopkb.verify.pooled import pooled
+
     return sorted(
-        (ev for (c, acc), ev in latest(kb, claim).items()
-         if ev.verdict.value == "confirmed" and (accelerators is None or acc in accelerators)),
+        (ev for (c, acc), p in pooled(kb, claim).items()
+         if p.verdict == "confirmed" and (accelerators is None or acc in accelerators)
+         for ev in p.measuring),
         key=lambda ev: ev.id,
     )
 

@@ -29,6 +29,8 @@ from flopkb.model.base import CURRENT_SCHEMA_VERSION
 from flopkb.verify import evidence as ev_io
 from flopkb.verify import impls, links, registry
 from flopkb.verify.hashing import current_hashes
+from flopkb.verify.rederive import implementation_sensitive
+from flopkb.verify.stats import tolerances
 
 T = TypeVar("T")
 Event = Callable[[str, dict[str, Any]], None]
@@ -267,6 +269,20 @@ class Session:
     write: bool = True
     # conditions every evidence record of the run carries (portable paths, a memory budget)
     run_conditions: dict[str, Any] = field(default_factory=dict)
+    # independent rounds per claim point (flopkb.verify.rounds) and the key evidence is signed
+    # with (flopkb.verify.signing), if any
+    rounds: int = 1
+    sign_key: Path | None = None
+
+    def save(self, record: EvidenceRecord) -> None:
+        """Write `record` (and its signature, with a key) when this run writes evidence."""
+        if not self.write:
+            return
+        path = ev_io.write_evidence(record, self.out_dir)
+        if self.sign_key is not None:
+            from flopkb.verify import signing
+
+            signing.sign(record, path, self.sign_key)
 
 
 def _error_reason(exc: BaseException) -> str:
@@ -296,7 +312,8 @@ def _evidence(s: Session, *, claim: str | None, experiment: str, implementation:
               applicable: str | None, reason: str | None, criterion: str | None,
               checks: list[dict[str, Any]], ceilings: dict[str, Any], sweep: list[dict[str, Any]],
               duration: float, artifacts: list[str], judgements: list[Judged] | None = None,
-              sensitive: bool = False) -> EvidenceRecord:
+              sensitive: bool = False, rounds: list[dict[str, Any]] | None = None
+              ) -> EvidenceRecord:
     now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
     eid = ev_io.unique_id(s.out_dir, ev_io.evidence_id(claim, s.accelerator, now))
     title = (f"{claim} on {s.accelerator or 'unknown GPU'}: {verdict}" if claim
@@ -312,6 +329,7 @@ def _evidence(s: Session, *, claim: str | None, experiment: str, implementation:
         criterion=criterion, correctness=_jsonable(checks), ceilings=ceilings,
         sweep=_jsonable(sweep), command=s.command, timestamp=now, duration_s=round(duration, 2),
         artifacts=artifacts, judgements=judgements or [], implementation_sensitive=sensitive,
+        rounds=rounds or [], tolerance=tolerances() if claim is not None else None,
     )
 
 
@@ -382,8 +400,7 @@ def _calibrate(s: Session, ctx, on_event: Event) -> Result:
         criterion="ceilings within (0.5, 1.05] x the accelerator's datasheet figures",
         checks=ctx.checks, ceilings=ctx.ceilings.as_dict() if ctx.ceilings else {}, sweep=[],
         duration=time.monotonic() - started, artifacts=[])
-    if s.write:
-        ev_io.write_evidence(record, s.out_dir)
+    s.save(record)
     on_event("result", {"experiment": CALIBRATION, "verdict": verdict})
     measured_dict = record.measured.model_dump() if record.measured else None
     return Result(None, CALIBRATION, verdict, measured_dict,
@@ -399,16 +416,10 @@ def _spec(s: Session, qid: str) -> float | None:
 
 def _check_ceilings(s: Session, c) -> tuple[str, str | None]:
     """Measured ceilings against the datasheet: above it means a broken timer (error)."""
-    flops, bw = _spec(s, "bf16_tensor_flops"), _spec(s, "hbm_bandwidth")
-    if flops is None or bw is None:
-        return "inconclusive", "no datasheet figures to compare the ceilings with"
-    f_ratio, b_ratio = c.bf16_tflops / flops, c.copy_gbps / (bw * 1000)
-    note = f"measured / datasheet: bf16 {f_ratio:.2f}, bandwidth {b_ratio:.2f}"
-    if f_ratio > 1.05 or b_ratio > 1.05:
-        return "error", f"ceiling above the datasheet ({note}): broken timer"
-    if f_ratio <= 0.5 or b_ratio <= 0.5:
-        return "inconclusive", f"ceiling far under the datasheet ({note})"
-    return "confirmed", note
+    from flopkb.verify.stats import ceiling_verdict
+
+    return ceiling_verdict(c.bf16_tflops, c.copy_gbps, _spec(s, "bf16_tensor_flops"),
+                           _spec(s, "hbm_bandwidth"))
 
 
 def _datasheet_ceilings(s: Session):
@@ -421,9 +432,10 @@ def _datasheet_ceilings(s: Session):
 
 
 def _measure(s: Session, ctx, job: Job, mod, cond: dict[str, Any], combo: impls.Combination,
-             primary: bool) -> dict[str, Any]:
-    """Run `measure` once for one implementation combination. Combinations past the first sweep
-    as --quick does (the claim's own points), with full repetitions: the verdict is read there."""
+             primary: bool, round_index: int = 0) -> dict[str, Any]:
+    """Run `measure` once for one implementation combination in one round. Combinations past the
+    first sweep as --quick does (the claim's own points), with full repetitions: the verdict is
+    read there."""
     from flopkb.verify.context import ExperimentError, PeerUnavailable
 
     info = catalogue(s.kb_root).get(job.experiment)
@@ -433,6 +445,7 @@ def _measure(s: Session, ctx, job: Job, mod, cond: dict[str, Any], combo: impls.
     ctx.begin(info.time_limit_s * (1 if primary else 2))
     ctx.impls, quick = dict(combo), ctx.quick
     ctx.quick = s.quick or not primary
+    ctx.round = round_index
     entry: dict[str, Any] = {"m": None, "error": None, "unavailable": None, "combo": dict(combo)}
     try:
         if ctx.ceilings is None:
@@ -446,6 +459,7 @@ def _measure(s: Session, ctx, job: Job, mod, cond: dict[str, Any], combo: impls.
         _free_memory()
     finally:
         ctx.quick = quick
+        ctx.round = 0
     entry.update(timings=dict(ctx.timings), checks=list(ctx.checks), notes=list(ctx.notes),
                  described=dict(ctx.described), duration=time.monotonic() - started)
     return entry
@@ -473,7 +487,27 @@ def implementation_text(entry: dict[str, Any]) -> str:
     return "; ".join(parts) or "bundled"
 
 
-DECISIVE = {"confirmed", "refuted", "inconclusive"}
+def merged_entry(entries: list[dict[str, Any]], cond: dict[str, Any]) -> dict[str, Any]:
+    """One combination's rounds as one entry: its measurement merged from the rounds that
+    measured (`flopkb.verify.rounds`), judged from the same stored, rounded numbers that
+    `flopkb validate` re-derives the verdict from. A round that failed is noted; with none
+    measured, the first round's failure stands."""
+    from flopkb.verify.experiments._common import Measurement
+    from flopkb.verify.rounds import merge_rounds
+
+    ok = [e for e in entries if e["m"] is not None]
+    first = ok[0] if ok else entries[0]
+    merged = {**first, "rounds": [], "checks": [c for e in entries for c in e["checks"]],
+              "duration": sum(e["duration"] for e in entries)}
+    if not ok:
+        return merged
+    rounds = [_jsonable({"data": e["m"].data, "sweep": e["m"].sweep}) for e in ok]
+    data, sweep = merge_rounds(rounds)
+    failed = [f"round {i + 1} of {len(entries)}: {e['error'] or e['unavailable']}"
+              for i, e in enumerate(entries) if e["m"] is None]
+    merged.update(m=Measurement(data, sweep, dict(cond), first["m"].plot), rounds=rounds,
+                  notes=[*first["notes"], *failed])
+    return merged
 
 
 def _run_job(s: Session, ctx, job: Job, on_event: Event) -> list[Result]:
@@ -488,18 +522,24 @@ def _run_job(s: Session, ctx, job: Job, on_event: Event) -> list[Result]:
     for t in job.targets:
         cond, notes = resolve(mod.DEFAULTS, t.row.conditions,
                               getattr(mod, "PASSES", ("forward",)))
+        # every combination once per round, rounds one after the other: implementations
+        # interleave, so a drift of clocks or temperature reaches all of them alike
+        for r in range(s.rounds):
+            for i, combo in enumerate(combos):
+                key = json.dumps([cond, combo, r], sort_keys=True, default=str)
+                if key not in cache:
+                    cache[key] = _measure(s, ctx, job, mod, cond, combo, primary=i == 0,
+                                          round_index=r)
         judged = []
-        for i, combo in enumerate(combos):
-            key = json.dumps([cond, combo], sort_keys=True, default=str)
-            if key not in cache:
-                cache[key] = _measure(s, ctx, job, mod, cond, combo, primary=i == 0)
-            entry = cache[key]
+        for combo in combos:
+            entry = merged_entry(
+                [cache[json.dumps([cond, combo, r], sort_keys=True, default=str)]
+                 for r in range(s.rounds)], cond)
             verdict, reason, judgement = _judge(mod, t, entry, cond)
             judged.append((entry, verdict, reason, judgement))
         entry, verdict, reason, judgement = judged[0]
         m = entry["m"]
-        decisive = {v for _, v, _, _ in judged if v in DECISIVE}
-        sensitive = len(decisive) > 1
+        sensitive = implementation_sensitive([v for _, v, _, _ in judged])
         applicable = None
         na = not_applicable(s.kb, s.accelerator, t)
         if na and verdict not in {"error", "not-run"}:
@@ -510,8 +550,9 @@ def _run_job(s: Session, ctx, job: Job, on_event: Event) -> list[Result]:
             reason = "; ".join(x for x in (reason, "no peer for this experiment: bundled ran")
                                if x)
         judgements = [Judged(combination=e["combo"], implementations=e.get("described") or {},
-                             verdict=v, measured=_measured(j), reason=r)
-                      for e, v, r, j in judged] if info.sides else []
+                             verdict=v, measured=_measured(j), reason=r,
+                             rounds=e["rounds"] if k else [])
+                      for k, (e, v, r, j) in enumerate(judged)] if info.sides else []
         record = _evidence(
             s, claim=t.claim, experiment=job.experiment, implementation=implementation_text(entry),
             hashes=hashes,
@@ -529,10 +570,9 @@ def _run_job(s: Session, ctx, job: Job, on_event: Event) -> list[Result]:
             checks=[c for e, *_ in judged for c in e["checks"]],
             ceilings=ctx.ceilings.as_dict() if ctx.ceilings else {},
             sweep=m.sweep if m else [], duration=sum(e["duration"] for e, *_ in judged),
-            artifacts=[], judgements=judgements, sensitive=sensitive)
+            artifacts=[], judgements=judgements, sensitive=sensitive, rounds=entry["rounds"])
         record = _safe_plot(s, record, m.plot if m else None)
-        if s.write:
-            ev_io.write_evidence(record, s.out_dir)
+        s.save(record)
         results.append(Result(
             t.claim, job.experiment, verdict,
             record.measured.model_dump(mode="json") if record.measured else None,
@@ -571,6 +611,7 @@ def run_gpu(kb, kb_root: Path | None, jobs: list[Job], *, quick: bool = False,
             out_dir: Path | None = None, write: bool = True,
             on_event: Event = _noop, device: str | None = None,
             portable: bool = False, memory_budget_gb: float | None = None,
+            rounds: int | None = None, sign_key: Path | None = None,
             ) -> tuple[dict[str, Any] | None, list[Result] | None]:
     """Calibrate, run this rank's share of `jobs`, write evidence; rank 0 returns every rank's
     results (other ranks return (machine, None)). Raises NoGpuError without CUDA.
@@ -578,7 +619,9 @@ def run_gpu(kb, kb_root: Path | None, jobs: list[Job], *, quick: bool = False,
     `portable`: kernels take the paths an Ampere/Ada GPU has (FLOPKB_PORTABLE=1: no TMA, no
     Hopper-only schedules). `memory_budget_gb`: this process may allocate at most that much
     device memory (torch's per-process fraction), as on a smaller part: a sweep point that does
-    not fit is skipped with a note, a claim's own point that does not fit is an error."""
+    not fit is skipped with a note, a claim's own point that does not fit is an error.
+    `rounds`: independent rounds per claim point (default `flopkb.verify.rounds.ROUNDS`, 1 with
+    `quick`). `sign_key`: sign every evidence record written (`flopkb.verify.signing`)."""
     if impl not in impls.MODES:
         raise ValueError(f"expected impl one of {', '.join(impls.MODES)}, got {impl!r}")
     if not gpu_available():
@@ -617,7 +660,10 @@ def run_gpu(kb, kb_root: Path | None, jobs: list[Job], *, quick: bool = False,
     machine["accelerator"] = acc
     machine["rank"], machine["world_size"] = rank, world
     folder = out_dir or ev_io.evidence_dir(kb_root or Path("."))
-    s = Session(kb, kb_root, folder, acc, machine, command, quick, impl, write, run_conditions)
+    from flopkb.verify.rounds import ROUNDS
+
+    s = Session(kb, kb_root, folder, acc, machine, command, quick, impl, write, run_conditions,
+                rounds=rounds or (1 if quick else ROUNDS), sign_key=sign_key)
     ctx = Context(gpu=True, quick=quick, kb_root=kb_root, kb=kb,
                   settings=Settings.for_mode(quick), device_name=device)
     l2 = machine.get("l2_cache_bytes")

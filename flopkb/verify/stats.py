@@ -231,3 +231,25 @@ def coefficient_of_variation(values: Sequence[float]) -> float:
     mean = sum(values) / len(values)
     var = sum((v - mean) ** 2 for v in values) / len(values)
     return math.sqrt(var) / mean if mean else math.inf
+
+
+def tolerances() -> dict[str, float]:
+    """The tolerances a verdict is decided with, as evidence records them (schema 4)."""
+    return {**{f"tolerance_{k}": v for k, v in TOLERANCE.items()},
+            "qualitative_margin": QUALITATIVE_MARGIN, "crossover_factor": CROSSOVER_FACTOR}
+
+
+def ceiling_verdict(measured_tflops: float, measured_gbps: float, datasheet_tflops: float | None,
+                    datasheet_tbps: float | None) -> tuple[str, str | None]:
+    """A calibration's verdict: measured ceilings against the datasheet (TFLOP/s, TB/s). Above it
+    means a broken timer (error); far under it, inconclusive."""
+    if datasheet_tflops is None or datasheet_tbps is None:
+        return INCONCLUSIVE, "no datasheet figures to compare the ceilings with"
+    f_ratio = measured_tflops / datasheet_tflops
+    b_ratio = measured_gbps / (datasheet_tbps * 1000)
+    note = f"measured / datasheet: bf16 {f_ratio:.2f}, bandwidth {b_ratio:.2f}"
+    if f_ratio > 1.05 or b_ratio > 1.05:
+        return "error", f"ceiling above the datasheet ({note}): broken timer"
+    if f_ratio <= 0.5 or b_ratio <= 0.5:
+        return INCONCLUSIVE, f"ceiling far under the datasheet ({note})"
+    return CONFIRMED, note

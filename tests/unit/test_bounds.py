@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from flopkb import budget
 from flopkb.formula import FormulaError, parse_formula
@@ -15,6 +16,7 @@ from flopkb.load import Limits, read_document
 from flopkb.magnitude import MagnitudeError, parse_magnitude
 from flopkb.text import closest_span
 from flopkb.validate import capped, validate
+from tests.unit.verify_fixtures import stored_ratio
 
 SMALL_KB = Path(__file__).resolve().parents[1] / "cases" / "valid" / "small-kb"
 CLASS = "records/classes/mamba2-ssd.yaml"
@@ -171,8 +173,10 @@ def _evidence(path: Path, eid: str, verdict: str, when: str) -> None:
         f"schema_version: 2\nid: {eid}\nkind: evidence\ntitle: {eid}\n"
         "claim: mamba2-ssd/ssd-vs-fused-scan\nexperiment: ssd-vs-scan\naccelerator: h100-sxm\n"
         "implementation: bundled\nkernel_hashes: {ssd/chunked.py: aaaa}\nmachine: {gpu: x}\n"
-        f"measured: {{value: 5.4, unit: x}}\nverdict: {verdict}\ncommand: flopkb verify --gpu\n"
+        f"verdict: {verdict}\ncommand: flopkb verify --gpu\n"
         f"timestamp: {when}\nhistory: [{{date: 2026-11-30, by: test, note: evidence}}]\n"
+        # the measurement its verdict re-derives from (the claim says 2-8x)
+        + yaml.safe_dump(stored_ratio(verdict, "2-8x"))
     )
 
 

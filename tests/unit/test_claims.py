@@ -11,6 +11,7 @@ from flopkb.hardware import UnknownRecord
 from flopkb.kb import KnowledgeBase, load_kb
 from flopkb.model import EvidenceRecord
 from flopkb.paths import bundled_root
+from tests.unit.verify_fixtures import stored_ratio
 
 
 @pytest.fixture
@@ -36,6 +37,8 @@ def _evidence(eid: str, claim: str, acc: str | None, verdict: str, hour: int) ->
             "verdict": verdict,
             "command": "flopkb verify",
             "timestamp": dt.datetime(2026, 11, 30, hour, tzinfo=dt.timezone.utc),
+            # the measurement the verdict re-derives from (the claim says 2-8x)
+            **stored_ratio(verdict, "2-8x"),
         }
     )
 
@@ -46,7 +49,7 @@ def test_rows_have_the_design_keys(kb: KnowledgeBase) -> None:
     by_id = {f"{rec.id}/{row.id}": row for _, rec, row in kb.claims()}
     for row in rows:
         assert set(row) == {"claim", "record", "quantity", "magnitude", "basis", "verdicts",
-                            "implementation_sensitive", "computed",
+                            "verdict_text", "runs", "implementation_sensitive", "computed",
                             "computed_from_architectures"}
         assert row["claim"].startswith(row["record"] + "/")
         source = by_id[row["claim"]]
@@ -86,18 +89,25 @@ def test_unknown_filter_ids_are_errors_not_empty_results(kb: KnowledgeBase) -> N
         list_claims(kb, accelerator="b200")
 
 
-def test_latest_evidence_per_accelerator_wins(kb: KnowledgeBase) -> None:
+def test_verdicts_are_pooled_per_accelerator(kb: KnowledgeBase) -> None:
     claim = "mamba2-ssd/ssd-vs-fused-scan"
     # start from a KB without the bundled evidence, so only the records below decide the verdicts
     for rid in list(kb.evidence):
         del kb.records[rid]
     for ev in (
-        _evidence("ev-old", claim, "h100-sxm", "refuted", 1),
+        _evidence("ev-old", claim, "h100-sxm", "confirmed", 1),
         _evidence("ev-new", claim, "h100-sxm", "confirmed", 2),
         _evidence("ev-a100", claim, "a100-pcie-80gb", "inconclusive", 1),
+        _evidence("ev-h200-1", claim, "h200-sxm", "refuted", 1),
+        _evidence("ev-h200-2", claim, "h200-sxm", "confirmed", 2),
     ):
         kb.records[ev.id] = ev
     row = next(r for r in list_claims(kb) if r["claim"] == claim)
-    assert row["verdicts"] == {"a100-pcie-80gb": "inconclusive", "h100-sxm": "confirmed"}
+    # the later confirmation on h200-sxm does not silently replace the refutation before it
+    assert row["verdicts"] == {"a100-pcie-80gb": "inconclusive", "h100-sxm": "confirmed",
+                               "h200-sxm": "disagreeing"}
+    assert (row["runs"]["h100-sxm"]["runs"], row["runs"]["h100-sxm"]["agreeing"]) == (2, 2)
+    assert [r["evidence"] for r in row["runs"]["h200-sxm"]["per_run"]] == ["ev-h200-2",
+                                                                          "ev-h200-1"]
     narrowed = next(r for r in list_claims(kb, accelerator="h100-sxm") if r["claim"] == claim)
     assert narrowed["verdicts"] == {"h100-sxm": "confirmed"}

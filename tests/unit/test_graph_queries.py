@@ -179,9 +179,10 @@ def test_why_without_on_covers_every_affected_part_and_shows_verdicts() -> None:
     result = why(fixture_graph(), "int4-op")
     assert result["on"] is None and result["accelerators"] == ["a100-sxm4-80gb", "h100-sxm"]
     claims = {c["claim"]: c for c in result["claims"]}
+    # h100-sxm's two runs disagree (refuted, then confirmed): a status of its own, not the latest
     assert claims["int4-op/bw-claim"]["verdicts"] == {
         "a100-sxm4-80gb": "refuted",
-        "h100-sxm": "confirmed",
+        "h100-sxm": "disagreeing",
     }
     assert claims["int4-op/int4-claim"]["not_applicable_on"] == ["h100-sxm"]
     int4 = next(q for q in result["quantities"] if q["id"] == "int4_tensor_ops")

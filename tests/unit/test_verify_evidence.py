@@ -17,19 +17,21 @@ from flopkb.model import EvidenceRecord
 from flopkb.paths import bundled_root
 from flopkb.verify import evidence as ev_io
 from flopkb.verify import hashing, registry
-from tests.unit.verify_fixtures import write_kb
+from tests.unit.verify_fixtures import stored_ratio, write_kb
 
 WHEN = dt.datetime(2026, 11, 30, 3, 15, 0, tzinfo=dt.timezone.utc)
 
 
 def _record(eid: str, claim: str | None, experiment: str, hashes: dict[str, str],
             verdict: str = "confirmed", when: dt.datetime = WHEN, acc: str = "h200-sxm"):
+    # the measurement its verdict re-derives from (the ssd-scan row claims 2-8x)
+    stored = stored_ratio(verdict, "2-8x" if claim == "test-class/ssd-scan" else "qualitative")
     return EvidenceRecord(
         schema_version=2, id=eid, kind="evidence", title="t",
         history=[{"date": when.date(), "by": "tests", "note": "n"}], claim=claim,
         experiment=experiment, accelerator=acc, implementation="bundled",
         kernel_hashes=hashes, machine={"gpu": "NVIDIA H200"}, verdict=verdict,
-        command="flopkb verify --gpu", timestamp=when,
+        command="flopkb verify --gpu", timestamp=when, **stored,
     )
 
 
@@ -140,23 +142,44 @@ def test_stale_evidence_and_the_evidence_rule(tmp_path):
             ("FKB503", "ev-bad")} <= codes
 
 
-def test_latest_verdicts_and_confirmed_on(tmp_path):
+def test_pooled_verdicts_count_every_run_and_never_let_the_latest_win(tmp_path):
+    from flopkb.claims import list_claims
+
     root = write_kb(tmp_path)
     folder = root / "records" / "evidence"
     later = WHEN + dt.timedelta(hours=1)
-    ev_io.write_evidence(_record("ev-1", "test-class/int8", "int8-native-vs-emulated", {"a": "b"},
-                                 "refuted"), folder)
-    ev_io.write_evidence(_record("ev-2", "test-class/int8", "int8-native-vs-emulated", {"a": "b"},
-                                 "confirmed", later), folder)
-    ev_io.write_evidence(_record("ev-3", None, "calibration", {"a": "b"}), folder)
-    ev_io.write_evidence(_record("ev-4", "test-class/int8", "int8-native-vs-emulated", {"a": "b"},
-                                 "inconclusive", acc="a100-sxm4-80gb"), folder)
+    claim, exp = "test-class/int8", "int8-native-vs-emulated"
+    hashes = hashing.current_hashes(root, exp)
+    for eid, verdict, when, acc in (("ev-1", "confirmed", WHEN, "h200-sxm"),
+                                    ("ev-2", "confirmed", later, "h200-sxm"),
+                                    ("ev-3", "confirmed", WHEN, "a100-sxm4-80gb"),
+                                    ("ev-4", "refuted", later, "a100-sxm4-80gb"),
+                                    ("ev-5", "error", later + dt.timedelta(hours=1), "h200-sxm")):
+        ev_io.write_evidence(_record(eid, claim, exp, hashes, verdict, when, acc), folder)
+    ev_io.write_evidence(_record("ev-cal", None, "calibration", {"a": "b"}), folder)
     kb, _ = load_kb(root)
     assert ev_io.latest_verdicts(kb) == {
-        "test-class/int8": {"h200-sxm": "confirmed", "a100-sxm4-80gb": "inconclusive"}}
-    assert [e.id for e in ev_io.confirmed_on(kb, "test-class/int8", ["h200-sxm"])] == ["ev-2"]
-    assert ev_io.confirmed_on(kb, "test-class/int8", ["a100-sxm4-80gb"]) == []
-    assert ev_io.summary(kb.evidence["ev-2"])["verdict"] == "confirmed"
+        claim: {"h200-sxm": "confirmed", "a100-sxm4-80gb": "disagreeing"}}
+    row = next(r for r in list_claims(kb) if r["claim"] == claim)
+    # an error measured nothing: it neither counts as a run nor withdraws the confirmations
+    assert row["verdict_text"] == {"a100-sxm4-80gb": "disagreeing (refuted, confirmed)",
+                                   "h200-sxm": "confirmed (2/2 runs)"}
+    assert [r["verdict"] for r in row["runs"]["a100-sxm4-80gb"]["per_run"]] == ["refuted",
+                                                                               "confirmed"]
+    assert [e.id for e in ev_io.confirmed_on(kb, claim, ["h200-sxm"])] == ["ev-1", "ev-2"]
+    assert ev_io.confirmed_on(kb, claim, ["a100-sxm4-80gb"]) == []
+
+
+def test_fresh_runs_speak_before_stale_ones():
+    from flopkb.verify.pooled import pool
+
+    old = _record("ev-old", "test-class/int8", "int8-native-vs-emulated", {}, "refuted")
+    new = _record("ev-new", "test-class/int8", "int8-native-vs-emulated", {}, "confirmed",
+                  WHEN + dt.timedelta(hours=1))
+    assert pool([old, new], stale={"ev-old"}).text() == "confirmed (1/1 run)"
+    both_stale = pool([old, new], stale={"ev-old", "ev-new"})
+    assert (both_stale.verdict, both_stale.stale) == ("disagreeing", True)
+    assert pool([old, new], stale=set()).text() == "disagreeing (confirmed, refuted)"
 
 
 def test_evidence_dir(tmp_path: Path):
@@ -261,15 +284,21 @@ def test_simulation_evidence_never_backs_rule_3(tmp_path):
     root = write_kb(tmp_path)
     folder = root / "records" / "evidence"
     claim, exp = "test-class/partition", "reduction-partition-simulation"
-    ev_io.write_evidence(_record("ev-1", claim, exp, {"a": "b"}, "confirmed").model_copy(
-        update={"conditions": {"simulation": True}}), folder)
+    # what the simulation's judge reads for `confirmed`: 3 distinct sums, each partition repeatable
+    stored = {"statistics": {"data": {"summary": {"repeat_max": 1, "kind": "partition",
+                                                  "distinct_per_seed": [3], "partitions": 4}}},
+              "measured": {"value": 3.0, "low": 3.0, "high": 3.0, "unit": "distinct results"}}
+    ev_io.write_evidence(EvidenceRecord.model_validate({
+        **_record("ev-1", claim, exp, {"a": "b"}, "confirmed").model_dump(),
+        "conditions": {"simulation": True}, **stored}), folder)
     kb, _ = load_kb(root)
     assert _confirmed_on(kb) == {}
     # the unverified row is not told it could be `measured` (FKB211) on a simulation's word
     assert not [f for f in run_checks(kb) if f.rule == "FKB211" and claim in f.message]
-    ev_io.write_evidence(_record("ev-2", claim, exp, {"a": "b"}, "confirmed",
-                                 WHEN + dt.timedelta(hours=1)).model_copy(
-        update={"conditions": {"simulation": False}}), folder)
+    ev_io.write_evidence(EvidenceRecord.model_validate({
+        **_record("ev-2", claim, exp, {"a": "b"}, "confirmed",
+                  WHEN + dt.timedelta(hours=1)).model_dump(),
+        "conditions": {"simulation": False}, **stored}), folder)
     kb, _ = load_kb(root)
     assert _confirmed_on(kb) == {claim: {"h200-sxm"}}
     assert [f for f in run_checks(kb) if f.rule == "FKB211" and claim in f.message]

@@ -120,7 +120,7 @@ def test_all_judges_each_combination_and_flags_disagreement(fake_run):
     assert "boom" in by_combo[("fla", "mamba_cuda")]["reason"]
     assert result.implementation_sensitive
     ev = _evidence(folder)
-    assert ev.implementation_sensitive and ev.schema_version == 3
+    assert ev.implementation_sensitive and ev.schema_version == 4
     mamba = next(j for j in ev.judgements if j.combination["ssd"] == "mamba_ssm"
                  and j.combination["scan"] == "bundled")
     assert mamba.implementations == {"ssd": "mamba_ssm 1.2.3"} and mamba.measured.value == 9.5

@@ -59,6 +59,7 @@ def cpu_gpu(monkeypatch, tmp_path):
     monkeypatch.setattr(ssd_vs_attention, "BACKEND", "math")
     monkeypatch.setattr(chunked_vs_quadratic, "QUICK", (16, 32))
     monkeypatch.setattr(kernel_vs_pytorch, "QUICK", (32,))
+    monkeypatch.setattr(kernel_vs_pytorch, "READ_AT", 32)
     monkeypatch.setattr(ruggedness, "QUICK_OFFSETS", (-1, 0, 1))
     monkeypatch.setattr(roofline, "REFERENCE_T", 32)
     monkeypatch.setattr(roofline, "ELEMENTWISE_N", 256)

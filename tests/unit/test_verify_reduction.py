@@ -71,25 +71,32 @@ def _d3(impl: str, rows: list[dict], n0: int = 16 * M) -> Measurement:
     return Measurement({"impl": impl, "primary": primary}, rows)
 
 
-def test_d3_reads_gpu_to_gpu_over_run_to_run_at_the_claims_point():
-    rows = [_row(16 * M, 1.2), _row(256 * M, 1.25)]
-    assert determinism_overhead.judge(_d3("cub", rows), QUAL, {}).verdict == "confirmed"
-    rows = [_row(16 * M, 0.9), _row(256 * M, 1.25)]
+def test_d3_reads_gpu_to_gpu_over_run_to_run_at_a_fixed_point():
+    # the claim's point is 16M: below LARGE (64M) the CUB pair is read at 64M, whatever 16M gave
+    rows = [_row(16 * M, 0.9), _row(64 * M, 1.2), _row(256 * M, 0.8)]
+    j = determinism_overhead.judge(_d3("cub", rows), QUAL, {})
+    assert j.verdict == "confirmed" and "64M" in j.what and "claim's point is 16M" in j.what
+    assert j.measured.value == pytest.approx(1.2)
+    rows = [_row(16 * M, 1.2), _row(64 * M, 0.9)]
     assert determinism_overhead.judge(_d3("cub", rows), QUAL, {}).verdict == "refuted"
+    # a claim at a larger point is read there
+    rows = [_row(64 * M, 0.9), _row(256 * M, 1.25)]
+    j = determinism_overhead.judge(_d3("cub", rows, n0=256 * M), QUAL, {})
+    assert j.verdict == "confirmed" and "256M" in j.what
     j = determinism_overhead.judge(_d3("bundled", [_row(16 * M, 1.01, 0.4)]), QUAL, {})
     assert j.verdict == "inconclusive" and "fixed-order" in j.what
 
 
-def test_d3_launch_bound_point_is_not_judged():
-    rows = [_row(16 * M, 1.5, launch_bound=True, host_issue_ms=0.02)]
+def test_d3_a_launch_bound_reading_point_is_not_judged_and_never_moves():
+    # the rule once moved to the first larger size events could time (64M in one run, 256M in
+    # the next); now a launch-bound 64M is inconclusive even where 256M would read
+    rows = [_row(16 * M, 1.5, launch_bound=True), _row(64 * M, 1.5, launch_bound=True,
+                                                        host_issue_ms=0.02),
+            _row(256 * M, 1.4)]
     j = determinism_overhead.judge(_d3("cub", rows), QUAL, {})
-    assert j.verdict == "inconclusive" and "launch-bound" in j.reason
-    # the first larger size that events can time stands in, and says so
-    rows = [_row(M, 0.5, launch_bound=True), _row(16 * M, 0.9, launch_bound=True),
-            _row(64 * M, 1.2), _row(256 * M, 0.8)]
-    j = determinism_overhead.judge(_d3("cub", rows), QUAL, {})
-    assert j.verdict == "confirmed" and "64M" in j.what and "16M, is launch-bound" in j.what
-    assert j.measured.value == pytest.approx(1.2)
+    assert j.verdict == "inconclusive" and "launch-bound" in j.reason and "64M" in j.reason
+    j = determinism_overhead.judge(_d3("cub", [_row(16 * M, 1.5)]), QUAL, {})
+    assert j.verdict == "inconclusive" and "not measured" in j.reason
 
 
 @pytest.mark.parametrize(("ratios", "verdict"), [

@@ -92,3 +92,25 @@ def linked_experiments() -> set[str]:
 
 def all_experiments() -> set[str]:
     return set(registry.EXPERIMENTS) - {"calibration"}
+
+
+# (ratio, p10 corner, p90 corner) that a ratio experiment's judge reads as each verdict
+_RATIOS = {
+    "qualitative": {"confirmed": (2.0, 1.9, 2.1), "refuted": (0.5, 0.4, 0.6),
+                    "inconclusive": (1.0, 0.9, 1.1)},
+    "2-8x": {"confirmed": (4.0, 3.5, 4.5), "refuted": (20.0, 19.0, 21.0),
+             "inconclusive": (8.5, 7.0, 10.0)},
+}
+
+
+def stored_ratio(verdict: str, magnitude: str = "qualitative") -> dict:
+    """The fields a schema 3 evidence record of a ratio experiment (int8, ssd-vs-scan, ...) keeps
+    for `verdict` to re-derive: `statistics.data.primary` and the matching `measured`; {} for a
+    verdict that measured nothing."""
+    if verdict not in _RATIOS[magnitude]:
+        return {}
+    value, low, high = _RATIOS[magnitude][verdict]
+    row = {"seq_len": 64, "state_dim": 8, "size": 32, "ratio": value, "ratio_low": low,
+           "ratio_high": high}
+    return {"statistics": {"data": {"primary": row}}, "sweep": [dict(row)],
+            "measured": {"value": value, "low": low, "high": high, "unit": "x"}}

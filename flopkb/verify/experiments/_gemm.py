@@ -12,7 +12,7 @@ CHECK_ROWS = 256
 def bf16(ctx: Context, *shape: int, seed: int = 0) -> Any:
     import torch
 
-    g = torch.Generator(device=ctx.device).manual_seed(seed)
+    g = torch.Generator(device=ctx.device).manual_seed(ctx.seed(seed))
     return torch.randn(*shape, device=ctx.device, generator=g, dtype=torch.bfloat16)
 
 

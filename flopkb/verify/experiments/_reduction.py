@@ -11,7 +11,7 @@ def inputs(ctx: Context, n: int, seed: int = 0) -> Any:
     """Normal values of mixed sign: the order of fp32 adds then changes the rounded sum."""
     import torch
 
-    g = torch.Generator(device=ctx.device).manual_seed(seed)
+    g = torch.Generator(device=ctx.device).manual_seed(ctx.seed(seed))
     return torch.randn(n, generator=g, device=ctx.device)
 
 

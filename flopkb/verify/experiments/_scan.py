@@ -102,5 +102,6 @@ def check(ctx: Context, label: str, y: Any, args: tuple) -> None:
 
 def arg_sets(ctx: Context, first: tuple, batch: int, dim: int, steps: int, dstate: int) -> list:
     """`first` plus fresh draws until one set no longer fits in L2 between its uses."""
-    return [first] + [layer_inputs(batch, dim, steps, dstate, device=ctx.device, seed=i)
+    return [first] + [layer_inputs(batch, dim, steps, dstate, device=ctx.device,
+                                   seed=ctx.seed(i))
                       for i in range(1, ctx.rotations(nbytes(*first)))]

@@ -36,7 +36,7 @@ def shape_of(cond: dict[str, Any], steps: int, dstate: int | None = None) -> dic
 
 def make(ctx: Context, shape: dict[str, int], seed: int = 0) -> tuple:
     return ssd_inputs(shape["batch"], shape["steps"], shape["heads"], shape["headdim"],
-                      shape["dstate"], device=ctx.device, seed=seed)
+                      shape["dstate"], device=ctx.device, seed=ctx.seed(seed))
 
 
 def check_against_reference(ctx: Context, label: str, y: Any, args: tuple,

@@ -192,23 +192,33 @@ def _judge_figure(m: Measurement, mag: Any) -> Judgement:
 
 
 CUB_QUALITATIVE = ("qualitative 'has an overhead': ratio interval above 1.05 confirms, below 1 "
-                   "refutes; read at the claim's point, or at the first larger size that is not "
-                   "launch-bound (events cannot time a call the host issues more slowly than the "
+                   "refutes; read at the claim's point or at 64M fp32 (LARGE), whichever is "
+                   "larger, fixed before any timing; a launch-bound reading point is never "
+                   "judged (events cannot time a call the host issues more slowly than the "
                    "device runs it)")
 
 
+def cub_reading_point(claim_elements: int) -> int:
+    """Where the CUB pair's qualitative verdict is read: fixed by the claim's point alone, so it
+    cannot move between runs with the timings (it once moved from 64M to 256M). Below LARGE the
+    single-phase API's per-call allocation makes the host's issue rate, not the reduction, what
+    events time on a fast part (the committed H200 runs: launch-bound at 16M)."""
+    return max(int(claim_elements), LARGE)
+
+
 def _judge_cub(m: Measurement, p: dict[str, Any], mag: Any) -> Judgement:
-    readable = sorted((r for r in m.sweep
-                       if r["elements"] >= p["elements"] and not r.get("launch_bound")),
-                      key=lambda r: r["elements"])
-    if not readable:
-        return Judgement(ratio_of(p), "x", "t(gpu_to_gpu) / t(run_to_run)", "inconclusive",
+    at = cub_reading_point(p["elements"])
+    r = next((row for row in m.sweep if row["elements"] == at), None)
+    if r is None:
+        return Judgement(Interval(None, None, None), "x", "t(gpu_to_gpu) / t(run_to_run)",
+                         "inconclusive", CUB_QUALITATIVE,
+                         reason=f"the reading point, {_size(at)} fp32 elements, was not measured")
+    if r.get("launch_bound"):
+        return Judgement(ratio_of(r), "x", "t(gpu_to_gpu) / t(run_to_run)", "inconclusive",
                          CUB_QUALITATIVE,
-                         reason=f"launch-bound from {p['elements']} elements up: the host issues "
-                         f"one call in {p.get('host_issue_ms', 0):.4g} ms, about the device time")
-    r = readable[0]
-    moved = "" if r is p or r["elements"] == p["elements"] else (
-        f" (the claim's point, {_size(p['elements'])}, is launch-bound)")
+                         reason=f"launch-bound at the reading point, {_size(at)}: the host issues "
+                         f"one call in {r.get('host_issue_ms', 0):.4g} ms, about the device time")
+    moved = "" if at == p["elements"] else f" (the claim's point is {_size(p['elements'])})"
     return judge_ratio(
         ratio_of(r), mag,
         what=f"t(gpu_to_gpu) / t(run_to_run), CUB DeviceReduce::Sum, {_size(r['elements'])} fp32 "

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flopkb.verify.context import Context
+from flopkb.verify.context import Context, ExperimentError
 from flopkb.verify.experiments import _ssd
 from flopkb.verify.experiments._common import (
     Judgement,
@@ -21,7 +21,10 @@ from flopkb.verify.stats import ratio_interval
 DEFAULTS: dict[str, Any] = {"state_dim": 64, "head_dim": 64, "heads": 32, "batch": 2,
                             "chunk_size": 64, "pass": "forward"}
 FULL = (512, 2048)
-QUICK = (1024,)
+# The verdict is read at T=2048 in every mode and for every implementation: a reading point that
+# cannot move between runs, combinations or --quick.
+READ_AT = 2048
+QUICK = (READ_AT,)
 # The quadratic einsum materialises several [B, H, T, T] fp32 tensors: keep it under ~24 GB.
 QUAD_LIMIT_BYTES = 24 * 2**30
 
@@ -83,7 +86,9 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
 
 
 def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
-    p = m.data["primary"]
+    p = next((r for r in m.sweep if r.get("seq_len") == READ_AT), None)
+    if p is None:
+        raise ExperimentError(f"the reading point T={READ_AT} was not measured")
     return judge_ratio(
         ratio_of(p), mag,
         what=f"t(fastest plain PyTorch: {p['best_pytorch']}) / t(chunked kernel), "

@@ -54,7 +54,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
             y = ssd(*args)
             _ssd.check_against_reference(ctx, "ssd chunked", y, args)
             b, h, d = shape["batch"], shape["heads"], shape["headdim"]
-            g = torch.Generator(device=ctx.device).manual_seed(steps)
+            g = torch.Generator(device=ctx.device).manual_seed(ctx.seed(steps))
             qkv = tuple(torch.randn(b, steps, h, d, device=ctx.device, generator=g,
                                     dtype=torch.bfloat16)
                         for _ in range(3))
@@ -130,7 +130,9 @@ def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
                          "sequence length where t(attention) / t(SSD) crosses 1 (SSD faster above)",
                          verdict, f"crossover interval inside [{lo:.0f}, {hi:.0f}] "
                          "(claimed length x/÷ sqrt 2)")
-    at = (mag.condition.get("at") if mag is not None else None) or rows[-1]["seq_len"]
+    # a ratio without its own length is read at the longest length of every sweep (16K), never
+    # at whichever length a run reached last
+    at = (mag.condition.get("at") if mag is not None else None) or FULL[-1]
     row = next((r for r in rows if r["seq_len"] == at), None)
     if row is None:
         raise ExperimentError(f"length {at} is not in the sweep {[r['seq_len'] for r in rows]}")
