@@ -17,11 +17,14 @@ from flopkb.cli.common import (
     safe_writes,
     write_policy,
 )
+from flopkb.cli.help import example
+from flopkb.escape import visible
 
 app = typer.Typer(help="Evidence records: sign them for a shared KB.", no_args_is_help=True)
 
 
-@app.command()
+@app.command(epilog=example(
+    "flopkb evidence sign records/evidence/ev-*.yaml --key ~/.ssh/id_ed25519"))
 def sign(
     ctx: typer.Context,
     evidence: Annotated[list[str], typer.Argument(help="evidence ids or their files in the KB")],
@@ -55,4 +58,4 @@ def sign(
         emit_json({"signed": [str(p) for p in written]})
         return
     for path in written:
-        console.print(f"signed: {path}", markup=False, highlight=False)
+        console.print(f"signed: {visible(str(path))}", markup=False, highlight=False)

@@ -71,7 +71,7 @@ def test_flopkb_toml_with_root_strict_and_exclude(
         ("[tool.flopkb]\nselekt = ['FKB2']\n", "unknown key 'selekt'"),
         ("[tool.flopkb]\nstrict = 'yes'\n", "`strict` must be true or false"),
         ("[tool.flopkb\n", "not valid TOML"),
-        ("[tool.flopkb]\nignore = ['FKB9']\n", "'FKB9' matches no rule code"),
+        ("[tool.flopkb]\nignore = ['FKB8']\n", "'FKB8' matches no rule code"),
     ],
 )
 def test_a_config_mistake_is_a_usage_error(repo: Path, config: str, message: str) -> None:

@@ -91,9 +91,10 @@ BACKING = sorted(
 
 
 def bundled_repo(tmp_path: Path) -> Path:
-    """A git repository holding a copy of the bundled records (the YAML only), committed."""
+    """A git repository holding a copy of the bundled records, committed."""
     repo = tmp_path / "repo"
-    shutil.copytree(BUNDLED, repo / "records", ignore=shutil.ignore_patterns("*.png"))
+    # the pictures too: evidence lists them, and a listed picture that is missing is FKB514
+    shutil.copytree(BUNDLED, repo / "records")
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "KB")
@@ -126,7 +127,8 @@ def test_editing_the_verdict_of_the_evidence_behind_a_measured_row_fails_changed
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     repo = bundled_repo(tmp_path)
-    # the newest measurement decides: refuting it withdraws the confirmation
+    # a verdict edited by hand no longer re-derives from the record's own numbers (FKB510), so the
+    # record is not trusted and backs nothing; --changed reports it on the evidence itself
     newest = repo / BACKING[-1]
     text = newest.read_text(encoding="utf-8")
     assert "\nverdict: confirmed\n" in text
@@ -135,7 +137,7 @@ def test_editing_the_verdict_of_the_evidence_behind_a_measured_row_fails_changed
     monkeypatch.chdir(repo)
     rc, data = changed_json(BACKING[-1])
     assert rc == 1
-    assert (MEASURED, "FKB209") in errors_of(data)
+    assert (BACKING[-1], "FKB510") in errors_of(data)
 
 
 def test_an_untouched_evidence_file_passes_changed(

@@ -38,7 +38,7 @@ CLAIMS: dict[str, list[tuple[str, str]]] = {
     ],
     "A11": [
         ("nemotron-h/hybrid-beats-pure-ssm", "derived"),
-        ("kimi-linear/hybrid-ratio", "cited"),
+        ("kimi-linear/hybrid-ratio", "derived"),
     ],
     "B1": [("mamba2-ssd/training-matmul-dominated", "cited")],
     "B2": [("mamba2-ssd/head-dim-vram-pressure", "unverified")],

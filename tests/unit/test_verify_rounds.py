@@ -91,10 +91,19 @@ def _fake(ratios: dict[str, list[float]], calls: list) -> types.ModuleType:
 def rounds_run(tmp_path, monkeypatch):
     root = write_kb(tmp_path)
     kb, _ = load_kb(root)
-    info = registry.ExperimentInfo(name="ssd-vs-scan", module="fake", title="t", claims=(),
+    info = registry.ExperimentInfo(name="ssd-vs-scan", hook="fake", title="t", claims=(),
                                    kernels=(), measures="m", criterion="c", sweep="s",
                                    sides=SIDES)
     monkeypatch.setitem(registry.EXPERIMENTS, "ssd-vs-scan", info)
+    # the fixture KB declares its own ssd-vs-scan (two sides): this test's has the one side
+    real_catalogue = runner.catalogue
+
+    def catalogue(kb_root):
+        found = real_catalogue(kb_root)
+        found.experiments["ssd-vs-scan"] = info
+        return found
+
+    monkeypatch.setattr(runner, "catalogue", catalogue)
     monkeypatch.setattr(runner, "current_hashes", lambda root, name: {"x.py": "0" * 64})
     jobs, _ = runner.plan(kb, claim="test-class/ssd-scan")
 
@@ -102,7 +111,7 @@ def rounds_run(tmp_path, monkeypatch):
                                                                  list, object]:
         calls: list = []
         mod = _fake(ratios, calls)
-        monkeypatch.setattr(runner, "experiment_module", lambda name: mod)
+        monkeypatch.setattr(runner, "experiment_module", lambda name, kb_root=None: mod)
         out = tmp_path / f"ev-{len(list(tmp_path.iterdir()))}"
         out.mkdir()
         s = runner.Session(kb, root, out, "h200-sxm", {"gpu": "NVIDIA H200"}, "test", False,
