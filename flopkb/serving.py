@@ -92,12 +92,17 @@ class Composed:
     prefill_batch: int
     decode_context: int
     decode_batch: int
-    prefill_s: Interval
+    prefill_s: Interval | None  # None: prefill not timed (a decode-only claim)
     decode_step_s: Interval
+
+    def _prefill(self) -> Interval:
+        if self.prefill_s is None:
+            raise ServingError(f"{self.architecture}: prefill was not timed")
+        return self.prefill_s
 
     @property
     def prefill_tokens_per_s(self) -> Interval:
-        return rate(self.prefill_batch * self.prompt_length, self.prefill_s)
+        return rate(self.prefill_batch * self.prompt_length, self._prefill())
 
     @property
     def decode_tokens_per_s_per_sequence(self) -> Interval:
@@ -119,7 +124,7 @@ class Composed:
         if output < 1:
             raise ServingError(f"expected output tokens >= 1, got {output}")
         scale = self.decode_batch / self.prefill_batch
-        p, d = self.prefill_s, self.decode_step_s
+        p, d = self._prefill(), self.decode_step_s
         total = Interval(p.value * scale + output * d.value,  # type: ignore[operator]
                          p.low * scale + output * d.low,  # type: ignore[operator]
                          p.high * scale + output * d.high)  # type: ignore[operator]
@@ -130,8 +135,10 @@ class Composed:
             "architecture": self.architecture, "counts": dict(self.counts),
             "prompt_length": self.prompt_length, "prefill_batch": self.prefill_batch,
             "decode_context": self.decode_context, "decode_batch": self.decode_batch,
-            "prefill_s": self.prefill_s.as_dict(), "decode_step_s": self.decode_step_s.as_dict(),
-            "prefill_tokens_per_s": self.prefill_tokens_per_s.as_dict(),
+            "prefill_s": None if self.prefill_s is None else self.prefill_s.as_dict(),
+            "decode_step_s": self.decode_step_s.as_dict(),
+            "prefill_tokens_per_s": (None if self.prefill_s is None
+                                     else self.prefill_tokens_per_s.as_dict()),
             "decode_tokens_per_s_per_sequence": self.decode_tokens_per_s_per_sequence.as_dict(),
             "decode_tokens_per_s": self.decode_tokens_per_s.as_dict(),
             "tpot_ms": self.tpot_ms.as_dict(),
@@ -141,7 +148,7 @@ class Composed:
 def compose(
     architecture: str,
     counts: Mapping[str, int],
-    prefill: Mapping[str, Seconds],
+    prefill: Mapping[str, Seconds] | None,
     decode: Mapping[str, Seconds],
     *,
     prompt_length: int,
@@ -151,13 +158,14 @@ def compose(
 ) -> Composed:
     """Compose one model; `prefill[t]` is one sublayer of type t over `prefill_batch` prompts of
     `prompt_length` tokens, `decode[t]` one sublayer's decode step at `decode_context` and
-    `decode_batch` (seconds)."""
+    `decode_batch` (seconds); `prefill` None leaves prefill out (decode-only claims)."""
     for name, v in (("prompt_length", prompt_length), ("decode_context", decode_context),
                     ("decode_batch", decode_batch), ("prefill_batch", prefill_batch)):
         if not isinstance(v, int) or v < 1:
             raise ServingError(f"expected {name} a positive integer, got {v!r}")
     return Composed(architecture, dict(counts), prompt_length, prefill_batch, decode_context,
-                    decode_batch, compose_time(counts, prefill, "prefill"),
+                    decode_batch,
+                    None if prefill is None else compose_time(counts, prefill, "prefill"),
                     compose_time(counts, decode, "decode"))
 
 
