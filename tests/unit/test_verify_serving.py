@@ -156,3 +156,55 @@ def test_cpu_check_runs_every_kernel_against_its_reference(monkeypatch) -> None:
     ctx.begin(60)
     serving.cpu_check(ctx)
     assert len(ctx.checks) == 6 and all(c["ok"] for c in ctx.checks)
+
+
+def tiny(arch, **sizes: int):
+    """`arch` with its sizes shrunk (the layer code runs on the CPU in seconds)."""
+    from flopkb.model.architecture import SourcedSize
+
+    config = arch.config.model_copy(update={k: SourcedSize(value=v) for k, v in sizes.items()})
+    return arch.model_copy(update={"config": config})
+
+
+TINY = {
+    "samba-1-7b": dict(d_model=32, attention_heads=4, kv_heads=2, sliding_window=8, mlp_size=24,
+                       ssm_state_size=5, ssm_dt_rank=3),
+    "nemotron-h-8b": dict(d_model=32, attention_heads=4, kv_heads=2, head_dim=8, mlp_size=24,
+                          ssm_heads=4, ssm_head_dim=8, ssm_state_size=5, ssm_groups=2),
+    "kimi-mla-48b-a3b-baseline": dict(d_model=32, attention_heads=4, kv_lora_rank=16,
+                                      qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=8,
+                                      q_lora_rank=12, experts=6, experts_per_token=2,
+                                      expert_mlp_size=8, mlp_size=24),
+}
+
+
+@pytest.mark.parametrize("aid", list(TINY))
+def test_every_layer_builds_and_runs_at_tiny_sizes_on_the_cpu(kb, aid, monkeypatch) -> None:
+    # the GPU path's layer code, run once through the interpreter with SDPA's math backend: no
+    # timing, shapes and dtypes only (sizes and caches far below the claims')
+    from flopkb.model import LayerType
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setattr(_serving_layers, "BACKEND", {"flash": "math", "masked": "math"})
+    arch = tiny(kb.architectures[aid], **TINY[aid])
+    ctx = Context(gpu=False)
+    for kind in layer_counts(arch):
+        k = LayerType(kind)
+        fn, args = _serving_layers.prefill_layer(ctx, arch, k, 2, 19)
+        with torch.no_grad():
+            out = fn(*args)
+        assert out.shape == (2 * 19, 32) and torch.isfinite(out.float()).all(), kind
+        fn, args = _serving_layers.decode_layer(ctx, arch, k, 3, 11)
+        with torch.no_grad():
+            out = fn(*args)
+        assert out.shape == (3, 32) and torch.isfinite(out.float()).all(), kind
+
+
+def test_kda_without_fla_is_not_run_with_the_reason(kb: KnowledgeBase, monkeypatch) -> None:
+    from flopkb.model import LayerType
+    from flopkb.verify.context import PeerUnavailable
+
+    monkeypatch.setitem(__import__("sys").modules, "fla", None)  # as if not installed
+    arch = kb.architectures["kimi-linear-48b-a3b"]
+    with pytest.raises(PeerUnavailable, match="fla"):
+        _serving_layers.decode_layer(Context(gpu=False), arch, LayerType.kda, 1, 8)

@@ -35,6 +35,16 @@ from flopkb.verify.context import Context, PeerUnavailable
 
 Built = tuple[Callable[..., Any], tuple]
 DT = torch.bfloat16
+# SDPA backends: flash where it takes the shapes, memory-efficient where a mask or a head dim
+# over 256 rules flash out. Tests driving these layers on the CPU set both to "math".
+BACKEND = {"flash": "flash", "masked": "efficient"}
+
+
+def _sdpa_backend(role: str) -> Any:
+    from torch.nn.attention import SDPBackend
+
+    return {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
+            "math": SDPBackend.MATH}[BACKEND[role]]
 
 
 def cfg(arch: ArchitectureRecord, key: str, default: int | None = None) -> int:
@@ -66,7 +76,7 @@ class Maker:
 
 
 def windowed_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window: int,
-                       backend: str = "efficient") -> torch.Tensor:
+                       backend: str | None = None) -> torch.Tensor:
     """Causal attention of q [B, L, H, E] over the last `window` keys (itself included), k, v
     [B, L, G, E]; queries in blocks of W = window against their block and the previous one."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -89,7 +99,7 @@ def windowed_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window
     mask = band.expand(n, w, 2 * w).clone()
     mask[0, :, :w] = False  # the first block has no previous block
     backends = {"efficient": SDPBackend.EFFICIENT_ATTENTION, "math": SDPBackend.MATH}
-    with sdpa_kernel([backends[backend]]):
+    with sdpa_kernel([backends[backend or BACKEND["masked"]]]):
         o = F.scaled_dot_product_attention(
             qc.reshape(b * n, w, h, e).transpose(1, 2),
             k2.reshape(b * n, 2 * w, h, e).transpose(1, 2),
@@ -123,9 +133,9 @@ def _attention_prefill(m: Maker, arch: ArchitectureRecord, b: int, length: int,
         if window is not None and length > window:
             o = windowed_attention(q, k, v, window)
         else:
-            from torch.nn.attention import SDPBackend, sdpa_kernel
+            from torch.nn.attention import sdpa_kernel
 
-            with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+            with sdpa_kernel([_sdpa_backend("flash")]):
                 o = F.scaled_dot_product_attention(
                     q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True,
                     enable_gqa=True).transpose(1, 2)
@@ -244,7 +254,7 @@ def _mla_sizes(arch: ArchitectureRecord) -> tuple[int, ...]:
 
 
 def _mla_prefill(m: Maker, arch: ArchitectureRecord, b: int, length: int) -> Built:
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.attention import sdpa_kernel
 
     d, h, r_kv, nope, rope, vd, r_q = _mla_sizes(arch)
     qd = nope + rope
@@ -262,7 +272,7 @@ def _mla_prefill(m: Maker, arch: ArchitectureRecord, b: int, length: int) -> Bui
         k = torch.cat([kv[..., :nope], lat[:, None, r_kv:].view(b, length, 1, rope)
                        .expand(b, length, h, rope)], dim=-1)
         v = F.pad(kv[..., nope:], (0, qd - vd)) if qd > vd else kv[..., nope:]
-        with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+        with sdpa_kernel([_sdpa_backend("flash")]):
             o = F.scaled_dot_product_attention(
                 q.view(b, length, h, qd).transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
                 is_causal=True).transpose(1, 2)
@@ -332,7 +342,7 @@ def _attention_decode(m: Maker, ctx: Context, arch: ArchitectureRecord, b: int, 
 
     def run(x: torch.Tensor) -> torch.Tensor:
         q = m.mm(x, wqkv)[:, : h * e].reshape(b, h, e)
-        return m.mm(dec.decode_attention(q, kc, vc).reshape(b, h * e), wo)
+        return m.mm(dec.decode_attention(q, kc, vc, backend=BACKEND["flash"]).reshape(b, h * e), wo)
 
     return run, (x,)
 
@@ -395,7 +405,7 @@ def _mamba2_decode(m: Maker, ctx: Context, arch: ArchitectureRecord, b: int) -> 
 def _mla_decode(m: Maker, arch: ArchitectureRecord, b: int, context: int) -> Built:
     """Absorbed MLA: queries mapped into the latent (W_uk folded into W_q), one shared latent
     KV head of r_kv + rope read from the cache; values are the latent's first r_kv channels."""
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.attention import sdpa_kernel
 
     d, h, r_kv, _, rope, vd, r_q = _mla_sizes(arch)
     x = m.randn(b, d)
@@ -411,7 +421,7 @@ def _mla_decode(m: Maker, arch: ArchitectureRecord, b: int, context: int) -> Bui
             q = m.mm(q, w)
         m.mm(x, w_kv)  # the new token's latent (the cache append is not timed)
         kv = cache.expand(b, h, context, r_kv + rope)
-        with sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION]):
+        with sdpa_kernel([_sdpa_backend("masked")]):
             o = F.scaled_dot_product_attention(q.view(b, h, 1, r_kv + rope), kv,
                                                kv[..., :r_kv])
         o = torch.einsum("bhr,rhv->bhv", o[:, :, 0], w_uv.view(r_kv, h, vd))
