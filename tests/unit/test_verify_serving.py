@@ -208,3 +208,20 @@ def test_kda_without_fla_is_not_run_with_the_reason(kb: KnowledgeBase, monkeypat
     arch = kb.architectures["kimi-linear-48b-a3b"]
     with pytest.raises(PeerUnavailable, match="fla"):
         _serving_layers.decode_layer(Context(gpu=False), arch, LayerType.kda, 1, 8)
+
+
+def test_decode_floor_bytes_are_the_state_and_cache_the_kernels_read(kb) -> None:
+    from flopkb.model import LayerType
+
+    ctx = Context(gpu=False)
+    nemo = kb.architectures["nemotron-h-8b"]
+    state = 2 * 4 * 128 * 64 * 128  # H x P x N fp32, read and written
+    got = _serving_layers.decode_floor_bytes(ctx, nemo, LayerType.mamba2, 1, 4096)
+    assert state < got < 1.01 * state
+    # 8 KV heads x 128 x 2 (K, V) x 2 bytes per cached token, plus q and o
+    att = _serving_layers.decode_floor_bytes(ctx, nemo, LayerType.attention, 2, 1000)
+    assert att == 2 * 2 * 1000 * 8 * 128 * 2 + 2 * 2 * 32 * 128 * 2
+    samba = kb.architectures["samba-1-7b"]
+    capped = _serving_layers.decode_floor_bytes(ctx, samba, LayerType.sliding_attention, 1, 65536)
+    assert capped == _serving_layers.decode_floor_bytes(ctx, samba, LayerType.sliding_attention,
+                                                        1, 2048)

@@ -450,3 +450,26 @@ def decode_layer(ctx: Context, arch: ArchitectureRecord, kind: LayerType, batch:
     if kind is LayerType.mla:
         return _mla_decode(m, arch, batch, context)
     return _kda(m, arch, batch, 1, decode=True)
+
+
+def decode_floor_bytes(ctx: Context, arch: ArchitectureRecord, kind: LayerType, batch: int,
+                       context: int) -> int:
+    """Bytes one decode step of `kind` moves at the least (0 where not counted): the state or KV
+    cache its kernel reads (kernels/decode/cost.py) and, for an MLP, its weights. A lower bound,
+    so the roofline floor `ctx.time` checks the timing against stays a floor."""
+    cost = ctx.load("decode", "cost")
+    if kind is LayerType.mamba1:
+        d = cfg(arch, "d_model")
+        return cost.mamba1_bytes(batch, cfg(arch, "ssm_expand") * d, cfg(arch, "ssm_state_size"))
+    if kind is LayerType.mamba2:
+        _, h, p, n, g, _ = _mamba2_sizes(arch)
+        return cost.mamba2_bytes(batch, h, p, n, g)
+    if kind in (LayerType.attention, LayerType.sliding_attention):
+        d, h, g = cfg(arch, "d_model"), cfg(arch, "attention_heads"), cfg(arch, "kv_heads")
+        cached = context
+        if kind is LayerType.sliding_attention:
+            cached = min(context, cfg(arch, "sliding_window"))
+        return cost.attention_bytes(batch, h, g, cfg(arch, "head_dim", d // h), cached)
+    if kind is LayerType.mlp:
+        return 3 * cfg(arch, "d_model") * cfg(arch, "mlp_size") * 2
+    return 0

@@ -163,9 +163,9 @@ def cpu_check(ctx: Context) -> None:
               _serving_layers.windowed_attention_reference(q, kc, vc, 5))
 
 
-def _timed(ctx: Context, label: str, built: Any, **point: Any) -> Interval:
+def _timed(ctx: Context, label: str, built: Any, nbytes: float = 0.0, **point: Any) -> Interval:
     fn, args = built
-    t = ctx.time(label, fn, [args], **point)
+    t = ctx.time(label, fn, [args], nbytes=nbytes, **point)
     return Interval(t.median_ms / 1e3, t.p10_ms / 1e3, t.p90_ms / 1e3)
 
 
@@ -200,6 +200,8 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
                                         f"L={s['decode_context']} B={batch}",
                                         layers.decode_layer(ctx, arch, k, batch,
                                                             s["decode_context"]),
+                                        nbytes=layers.decode_floor_bytes(
+                                            ctx, arch, k, batch, s["decode_context"]),
                                         batch=batch, steps=s["decode_context"])
                         for k in kinds}
                     torch.cuda.empty_cache()
