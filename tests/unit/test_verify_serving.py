@@ -225,3 +225,33 @@ def test_decode_floor_bytes_are_the_state_and_cache_the_kernels_read(kb) -> None
     capped = _serving_layers.decode_floor_bytes(ctx, samba, LayerType.sliding_attention, 1, 65536)
     assert capped == _serving_layers.decode_floor_bytes(ctx, samba, LayerType.sliding_attention,
                                                         1, 2048)
+
+
+def test_measure_runs_end_to_end_on_the_cpu_with_a_stand_in_timer(kb, monkeypatch) -> None:
+    # the GPU path with the timer replaced (each layer run once, 1 ms per sublayer): measure ->
+    # build -> judge on tiny copies of Nemotron-H 8B and Llama-3.1 8B
+    from types import SimpleNamespace
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setattr(_serving_layers, "BACKEND", {"flash": "math", "masked": "math"})
+    archs = {"nemotron-h-8b": tiny(kb.architectures["nemotron-h-8b"], **TINY["nemotron-h-8b"]),
+             "llama-3-1-8b": tiny(kb.architectures["llama-3-1-8b"], d_model=32,
+                                  attention_heads=4, kv_heads=2, head_dim=8, mlp_size=24)}
+    ctx = Context(gpu=False, kb=SimpleNamespace(architectures=archs))
+    ran: list[str] = []
+
+    def fake_time(label, fn, arg_sets, **_):
+        fn(*arg_sets[0])
+        ran.append(label)
+        return SimpleNamespace(median_ms=1.0, p10_ms=0.9, p90_ms=1.1)
+
+    monkeypatch.setattr(ctx, "time", fake_time)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    cond = {**hook("serving_nemotron_h").DEFAULTS, "input_tokens": 19, "output_tokens": 6}
+    m = serving.measure(ctx, cond)
+    # 3 layer types of the model and 2 of the baseline, each in prefill and in decode
+    assert len(ran) == 10
+    # every sublayer takes 1 ms: 52 sublayers against 64, prefill and 6 steps alike
+    r = m.data["readings"]["equal_batch"]["ratio"]["value"]
+    assert r == pytest.approx(64 / 52)
+    assert serving.judge(m, parse_magnitude("up to 3x"), m.conditions).measured.value == r
