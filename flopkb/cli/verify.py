@@ -135,6 +135,13 @@ def verify(
         int | None, typer.Option("--rounds", min=1, help="independent rounds per claim point "
                                  "(default 3; 1 with --quick)")
     ] = None,
+    suite: Annotated[
+        list[str] | None,
+        typer.Option("--suite", metavar="NAME", help="run the experiments of this suite "
+                     "(repeatable; `all` for every suite). Default: `kernels` with --gpu (the "
+                     "model-level `models` suite takes minutes per claim), every suite without; "
+                     "--claim and --record run what they name whatever its suite"),
+    ] = None,
     sign_key: Annotated[
         Path | None, typer.Option("--sign-key", help="SSH private key to sign each evidence "
                                   "record with (config key sign_key)")
@@ -179,7 +186,8 @@ def verify(
         fail(f"no claim {claim!r} in the KB at {root}")
     if record is not None and record not in kb.classes:
         fail(f"no class record {record!r} in the KB at {root}")
-    jobs, broken = runner.plan(kb, claim=claim, record=record)
+    jobs, broken = runner.plan(kb, claim=claim, record=record,
+                               suites=chosen_suites(suite, gpu))
     if claim is not None and not jobs:
         # nothing of this claim can run: say why in one line, run nothing (not even calibration)
         payload = {"machine": None, "results": [r.as_dict() for r in broken], "duration_s": 0.0}
@@ -297,3 +305,14 @@ def _report(payload: dict[str, Any], fmt: OutputFormat, plan_mode: bool) -> None
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
     console.print(plain(f"{count(len(payload['results']), 'result')} ({summary}) in "
                         f"{payload['duration_s']:.1f} s"), highlight=False)
+
+DEFAULT_GPU_SUITE = "kernels"
+
+
+def chosen_suites(given: list[str] | None, gpu: bool) -> set[str] | None:
+    """The suites a run takes: those given (`all`: every suite, None), else `kernels` on the GPU
+    and every suite for the CPU plan (its checks are quick)."""
+    if given:
+        return None if "all" in given else set(given)
+    return {DEFAULT_GPU_SUITE} if gpu else None
+

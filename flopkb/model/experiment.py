@@ -142,6 +142,11 @@ class Experiment(Strict):
     criterion: NonEmpty
     sweep: NonEmpty = "none"
     time_limit_s: float = Field(default=60.0, gt=0, le=3600)
+    # `verify --gpu` runs the `kernels` suite unless `--suite` names others: the model-level
+    # serving experiments (`models`) take minutes each and would push the default run past 10
+    suite: Identifier = Field(
+        default="kernels", description="the suite it belongs to (verify --suite NAME)"
+    )
     needs: list[RecordId] = Field(default_factory=list,
                                   description="quantities the accelerator must have")
     subjects: list[RecordId] = Field(

@@ -48,6 +48,8 @@ class ExperimentInfo:
     sides: tuple[Side, ...] = ()
     # the Python module doing what the declaration cannot say; None: the declaration-only runner
     hook: str | None = None
+    # the suite `verify --suite` selects it by
+    suite: str = "kernels"
     # the declaration itself, the KB root it came from and its file (as reports show it)
     declaration: Experiment | None = field(default=None, compare=False, repr=False)
     origin: Path | None = field(default=None, compare=False)

@@ -11,7 +11,7 @@ import importlib
 import json
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -104,10 +104,12 @@ def catalogue(kb_root: Path | None) -> registry.Catalogue:
     return registry.for_kb(kb_root)
 
 
-def plan(kb, claim: str | None = None, record: str | None = None) -> tuple[list[Job], list[Result]]:
+def plan(kb, claim: str | None = None, record: str | None = None,
+         suites: Collection[str] | None = None) -> tuple[list[Job], list[Result]]:
     """Jobs (one per experiment, in catalogue order, with the claims of this KB linking to it)
     and results for what cannot run (an unknown experiment; with `claim`, a claim that links
-    none). `claim` / `record` narrow the selection."""
+    none). `claim` / `record` narrow the selection; `suites` (None: every suite) keeps the
+    experiments of those suites, except where `claim` or `record` names what to run."""
     known = catalogue(kb.root)
     jobs: dict[str, Job] = {}
     broken: list[Result] = []
@@ -135,6 +137,9 @@ def plan(kb, claim: str | None = None, record: str | None = None) -> tuple[list[
                                       mag)
         if mistyped:
             broken.append(Result(cid, name, "error", reason=mistyped))
+            continue
+        if (suites is not None and claim is None and record is None
+                and known.get(name).suite not in suites):
             continue
         jobs.setdefault(name, Job(name)).targets.append(Target(cid, rec, row, mag, err))
     ordered = [jobs[name] for name in known.experiments if name in jobs]

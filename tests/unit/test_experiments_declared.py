@@ -24,7 +24,9 @@ EXAMPLE = ROOT / "docs" / "examples" / "rmsnorm-kb"
 
 
 def test_the_declared_registry_equals_the_hand_written_one_field_by_field() -> None:
-    assert set(registry.EXPERIMENTS) == set(BEFORE)
+    # every experiment of the hand-written registry is declared; experiments declared since
+    # (the serving ones) are not in the fixture
+    assert set(BEFORE) <= set(registry.EXPERIMENTS)
     assert next(iter(registry.EXPERIMENTS)) == "calibration"
     for name, old in BEFORE.items():
         info = registry.get(name)
