@@ -24,7 +24,7 @@ SUBJECT_LINK = rule("FKB528", Severity.error,
 
 
 def _linked(ctx: CheckContext) -> bool:
-    return any(row.verify is not None for _, _, row in ctx.kb.claims())
+    return any(row.verify is not None and row.verify.runs for _, _, row in ctx.kb.claims())
 
 
 @check
@@ -54,7 +54,7 @@ def typed_links(ctx: CheckContext) -> Iterator[Finding]:
 def _record_links(ctx: CheckContext, catalogue: registry.Catalogue, rec) -> Iterator[Finding]:
     for idx, row in enumerate(rec.flop.hardware_parameters):
         link = row.verify
-        if link is None or not catalogue.exists(link.experiment):
+        if link is None or not link.runs or not catalogue.exists(link.experiment):
             continue
         info = catalogue.get(link.experiment)
         decl = info.declaration
