@@ -35,10 +35,12 @@ def _chain_kernel(x_ptr, out_ptr, a, b, s, n, ITERS: tl.constexpr, EXP: tl.const
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     y = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-    for _ in range(ITERS):
-        if EXP:
+    # the mode is a compile-time branch outside the loop: each variant's loop body is only its chain
+    if EXP:
+        for _ in range(ITERS):
             y = tl.math.exp2(y * s) * a + b
-        else:
+    else:
+        for _ in range(ITERS):
             y = y * a + b
     tl.store(out_ptr + offs, y, mask=mask)
 
