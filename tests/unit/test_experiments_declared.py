@@ -21,10 +21,14 @@ ROOT = Path(__file__).resolve().parents[2]
 # flopkb/verify/registry.py's list, 2026-12-01): the fixture the declarations must equal.
 BEFORE = json.loads((Path(__file__).parent / "fixtures" / "registry_before.json").read_text())
 EXAMPLE = ROOT / "docs" / "examples" / "rmsnorm-kb"
+# declared after the move from the hand-written registry (the kernel-level claims of issue 15)
+ADDED_SINCE = {"scan-benchmark", "non-matmul-cost", "prefill-trend"}
 
 
 def test_the_declared_registry_equals_the_hand_written_one_field_by_field() -> None:
-    assert set(registry.EXPERIMENTS) == set(BEFORE)
+    # the experiments declared since the move are the only ones the hand-written list lacks
+    assert set(registry.EXPERIMENTS) - set(BEFORE) == ADDED_SINCE
+    assert set(BEFORE) <= set(registry.EXPERIMENTS)
     assert next(iter(registry.EXPERIMENTS)) == "calibration"
     for name, old in BEFORE.items():
         info = registry.get(name)
