@@ -213,3 +213,21 @@ def test_the_four_rows_link_experiments_that_type_check(kb):
     assert linked["selective-ssm-scan/fused-scan-vs-flash-attention"] == "scan-benchmark"
     assert linked["selective-ssm-scan/fused-scan-vs-pytorch"] == "scan-benchmark"
     assert linked["selective-ssm-scan/worst-at-long-prefill"] == "prefill-trend"
+
+
+def test_a_misspelt_judged_on_part_is_an_error(tmp_path):
+    import yaml
+
+    from tests.unit.verify_fixtures import write_kb
+
+    root = write_kb(tmp_path)
+    path = root / "records" / "classes" / "test-class.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["flop"]["hardware_parameters"][0]["verify"]["judged_on"] = ["h200-sxm", "a100-sxm"]
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    from flopkb.check import run_checks
+
+    kb, findings = load_kb(root)
+    found = [f for f in [*findings, *run_checks(kb)] if f.rule == "FKB529"]
+    assert [f.message.split(": ", 1)[1] for f in found] == [
+        "judged_on names 'a100-sxm', which is no accelerator record"]
