@@ -250,6 +250,9 @@ def run_cpu(kb_root: Path | None, jobs: list[Job], extra: Sequence[str] = (),
         for t in job.targets:
             cond, notes = resolve(mod.DEFAULTS, t.row.conditions,
                                   getattr(mod, "PASSES", ("forward",)))
+            if t.row.verify.judged_on:
+                notes.append(f"judged on {', '.join(t.row.verify.judged_on)} only "
+                             "(not-applicable elsewhere)")
             results.append(Result(
                 t.claim, job.experiment, "not-run",
                 expected=t.magnitude.as_dict() if t.magnitude else None,

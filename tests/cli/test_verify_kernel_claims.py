@@ -70,3 +70,10 @@ def test_a_not_applicable_reason_reaches_the_terminal_escaped(tmp_path):
     result = cli.invoke(app, ["--kb", str(root), "verify", "--claim", "test-class/determinism"])
     assert result.exit_code == 0, result.output
     assert "\x1b" not in result.output and "\\x1b]52" in result.output
+
+
+def test_the_plan_says_where_a_part_specific_claim_is_judged():
+    result = cli.invoke(app, ["--kb", "bundled", "verify", "--claim",
+                              "flash-attention-2/non-matmul-flop-cost", "--format", "json"])
+    row = next(r for r in json.loads(result.stdout)["results"] if r["claim"])
+    assert "judged on a100-sxm4-80gb, a100-pcie-80gb only" in row["reason"]
