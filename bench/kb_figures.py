@@ -81,14 +81,17 @@ def block_kb_counts(_: Any = None, root: Path = ROOT) -> str:
     """docs/kb.md's counts: records by kind, claims by basis, rows linking an experiment."""
     kb = _kb(root)
     rows = _rows(kb)
-    linked = sum(1 for row in rows if row.verify is not None)
+    linked = sum(1 for row in rows if row.verify is not None and row.verify.runs)
+    excused = sum(1 for row in rows if row.verify is not None and not row.verify.runs)
     text = (
         f"`records/` holds {len(kb.records)} records: {len(kb.classes)} classes, "
         f"{len(kb.accelerators)} accelerators, {len(kb.quantities)} quantities, "
         f"{len(kb.sources)} sources, {len(kb.architectures)} architectures and "
         f"{len(kb.evidence)} evidence records written by "
         f"`flopkb verify`. {len(rows)} claim rows; by basis: {_basis(kb)}; "
-        f"{_count(linked, 'row links', 'rows link')} a `verify.experiment`."
+        f"{_count(linked, 'row links', 'rows link')} a `verify.experiment`, "
+        f"{_count(excused, 'row says', 'rows say')} `verify.not_applicable` (no single GPU "
+        "judges it by design)."
     )
     return _wrapped(text)
 

@@ -3,7 +3,13 @@ CUDA kernel (`selective_scan_cuda.fwd/bwd`), same inputs, same run.
 
     python bench/kernels_scan_bwd.py --mamba-ext DIR [--out PATH] [--rounds 3] [--dims 2048,4096]
                                      [--dstates 16,64] [--calls plain,layer]
+                                     [--family b8|paper]
     python bench/kernels_scan_bwd.py --smoke --out PATH     # CPU, TRITON_INTERPRET=1, tiny sizes
+
+Shape families (--family): `b8` (default) B=8, T=4096; `paper` the Mamba-1 paper's scan benchmark
+(Gu & Dao 2023, App. E.5): B=1, D=1024, N=16, T = 2^9 .. 2^19, for the target "forward <= 1.05x
+Mamba's CUDA scan" at those shapes (not yet run: no GPU was lent when it was added; the float32
+reference steps T sequentially, so the longest lengths take minutes each).
 
 Per shape (B=8, T=4096, D in --dims, N in --dstates, bf16 u/delta/B/C/dy, fp32 A/D/bias) and
 call ("plain": no softplus, no bias; "layer": delta_softplus with delta_bias, as a Mamba-1 layer
@@ -46,8 +52,14 @@ sys.path.insert(0, str(ROOT))
 
 NAMES = ("u", "delta", "A", "Bm", "Cm", "Dskip", "delta_bias")
 BOUND = 1e-2
-FULL = {"batch": 8, "steps": 4096, "dims": (2048, 4096), "dstates": (16, 64)}
-SMOKE = {"batch": 1, "steps": 12, "dims": (6,), "dstates": (4,)}
+FAMILIES = {
+    "b8": {"batch": 8, "steps": (4096,), "dims": (2048, 4096), "dstates": (16, 64)},
+    "paper": {"batch": 1, "steps": tuple(2**k for k in range(9, 20)), "dims": (1024,),
+              "dstates": (16,)},
+}
+# --smoke: tiny sizes of each family (the paper family keeps batch 1 and several lengths)
+SMOKE = {"b8": {"batch": 1, "steps": (12,), "dims": (6,), "dstates": (4,)},
+         "paper": {"batch": 1, "steps": (8, 16), "dims": (6,), "dstates": (4,)}}
 # Reference slice: at most this many (batch x channel x state) elements per autograd pass,
 # which keeps the reference's saved per-step tensors near 25 GB at T=4096 (~3 floats each).
 REF_ELEMS = 1 << 19
@@ -307,6 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fwd-variants", default=None, help="FORWARD_VARIANTS names (default all)")
     ap.add_argument("--bwd-variants", default=None, help="BACKWARD_VARIANTS names (default all)")
     ap.add_argument("--smoke", action="store_true", help="CPU, TRITON_INTERPRET=1, tiny sizes")
+    ap.add_argument("--family", choices=sorted(FAMILIES), default="b8",
+                    help="b8: B=8, T=4096; paper: B=1, D=1024, N=16, T=2^9..2^19 (App. E.5)")
     args = ap.parse_args(argv)
     if args.smoke:
         os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -322,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is None and os.environ.get("OUT") and not args.smoke:
         # On the lent GPU machine, files under $OUT come back to the caller.
         args.out = Path(os.environ["OUT"]) / "scan_bwd.json"
-    sizes = SMOKE if args.smoke else FULL
+    sizes = SMOKE[args.family] if args.smoke else FAMILIES[args.family]
     dims = [int(x) for x in args.dims.split(",")] if args.dims else sizes["dims"]
     dstates = [int(x) for x in args.dstates.split(",")] if args.dstates else sizes["dstates"]
     mods = (load_op("selective_scan", "scan"), load_op("selective_scan", "backward"),
@@ -342,22 +356,22 @@ def main(argv: list[str] | None = None) -> int:
         "machine": fingerprint(), "command": " ".join([sys.executable, *sys.argv]),
         "argv": argv if argv is not None else sys.argv[1:], "peer": peer_note,
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "rounds": args.rounds, "bound": BOUND, "shapes": [],
+        "rounds": args.rounds, "bound": BOUND, "family": args.family, "shapes": [],
     }
     torch.manual_seed(0)
-    for dim in dims:
-        for dstate in dstates:
-            for call in args.calls.split(","):
-                shape = {"B": sizes["batch"], "D": dim, "T": sizes["steps"], "N": dstate,
-                         "call": call, "layer": call == "layer", "dtype": "bfloat16"}
-                log(f"B={shape['B']} D={dim} T={shape['T']} N={dstate} call={call}")
-                result["shapes"].append(bench_shape(torch, mods, shape, args, ext, peer_note))
-                for item, r in result["shapes"][-1]["ratios"].items():
-                    ratio = f"{r['ratio']:.3f}x" if r["ratio"] else "no peer"
-                    log(f"  {item}: best {r['best']} {r['best_ms']:.3f} ms, vs Mamba {ratio}")
-                write(args.out, result)
-                if not args.smoke:
-                    torch.cuda.empty_cache()
+    shapes = [(dim, dstate, steps, call) for dim in dims for dstate in dstates
+              for steps in sizes["steps"] for call in args.calls.split(",")]
+    for dim, dstate, steps, call in shapes:
+        shape = {"B": sizes["batch"], "D": dim, "T": steps, "N": dstate,
+                 "call": call, "layer": call == "layer", "dtype": "bfloat16"}
+        log(f"B={shape['B']} D={dim} T={shape['T']} N={dstate} call={call}")
+        result["shapes"].append(bench_shape(torch, mods, shape, args, ext, peer_note))
+        for item, r in result["shapes"][-1]["ratios"].items():
+            ratio = f"{r['ratio']:.3f}x" if r["ratio"] else "no peer"
+            log(f"  {item}: best {r['best']} {r['best_ms']:.3f} ms, vs Mamba {ratio}")
+        write(args.out, result)
+        if not args.smoke:
+            torch.cuda.empty_cache()
     write(args.out, result)
     return 0
 

@@ -23,7 +23,9 @@ def list_claims(
 
     A `derived` row with a formula also has `computed`: its formula on each accelerator its class
     lists, `{acc: {"value", "agrees"[, "note"]}}` (flopkb.derived; `agrees` false is FKB213);
-    other rows have `computed: null`. A row with `derived_from` has `computed_from_architectures`,
+    other rows have `computed: null`. `not_verifiable`: why verify does not judge the row
+    everywhere (its link's `not_applicable` reason or `judged_on` parts), else null. A row with
+    `derived_from` has `computed_from_architectures`,
     the values computed from the architecture records (flopkb.modelshow); else null.
 
     A verdict is pooled over every trusted, fresh run on that accelerator
@@ -77,9 +79,23 @@ def list_claims(
                 "computed": None if computed is None
                 else {acc: c.as_dict() for acc, c in computed.items()},
                 "computed_from_architectures": _computed(kb, row),
+                "not_verifiable": not_verifiable(row),
             }
         )
     return rows
+
+
+def not_verifiable(row: HardwareParameter) -> str | None:
+    """Why `flopkb verify` does not judge the row everywhere, by the row's own link: its
+    `not_applicable` reason, or the parts a part-specific link is judged on; else None."""
+    link = row.verify
+    if link is None:
+        return None
+    if link.not_applicable is not None:
+        return f"not applicable: {link.not_applicable}"
+    if link.judged_on:
+        return f"judged on {', '.join(link.judged_on)} only"
+    return None
 
 
 def _computed(kb: KnowledgeBase, row: HardwareParameter) -> list[dict[str, Any]] | None:

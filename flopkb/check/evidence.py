@@ -99,7 +99,8 @@ def _one_evidence(ctx: CheckContext, eid: str, ev: EvidenceRecord) -> Iterator[F
                 yield ctx.finding(UNKNOWN_CLAIM, eid, ("claim",),
                                   f"claim {ev.claim!r} does not exist",
                                   hint="claims are <class record id>/<row id>")
-        elif found[1].verify and found[1].verify.experiment != ev.experiment:
+        elif (found[1].verify and found[1].verify.runs
+              and found[1].verify.experiment != ev.experiment):
             yield ctx.finding(CLAIM_EXPERIMENT, eid, ("experiment",),
                               f"experiment {ev.experiment!r} but {ev.claim} links to "
                               f"{found[1].verify.experiment!r}")
@@ -128,7 +129,7 @@ def _stale_and_links(ctx: CheckContext) -> Iterator[Finding]:
     for rec in kb.classes.values():
         for idx, row in enumerate(rec.flop.hardware_parameters):
             # the catalogue is read at the first link (a KB without links never reads it)
-            if row.verify is None:
+            if row.verify is None or not row.verify.runs:
                 continue
             catalogue = _catalogue(ctx)
             if catalogue.exists(row.verify.experiment):

@@ -21,10 +21,12 @@ MAGNITUDE_LINK = rule("FKB527", Severity.error,
                       "a claim's magnitude form is not a quantity its experiment produces")
 SUBJECT_LINK = rule("FKB528", Severity.error,
                     "a claim's class is none of its experiment's sides (and the link names none)")
+JUDGED_ON = rule("FKB529", Severity.error,
+                 "a claim link's `judged_on` names no accelerator record of the KB")
 
 
 def _linked(ctx: CheckContext) -> bool:
-    return any(row.verify is not None for _, _, row in ctx.kb.claims())
+    return any(row.verify is not None and row.verify.runs for _, _, row in ctx.kb.claims())
 
 
 @check
@@ -54,7 +56,17 @@ def typed_links(ctx: CheckContext) -> Iterator[Finding]:
 def _record_links(ctx: CheckContext, catalogue: registry.Catalogue, rec) -> Iterator[Finding]:
     for idx, row in enumerate(rec.flop.hardware_parameters):
         link = row.verify
-        if link is None or not catalogue.exists(link.experiment):
+        if link is None or not link.runs:
+            continue
+        for ai, acc in enumerate(link.judged_on):
+            if acc not in ctx.kb.accelerators:
+                # a misspelt part would make the claim not-applicable everywhere, silently
+                yield ctx.finding(JUDGED_ON, rec.id,
+                                  ("flop", "hardware_parameters", idx, "verify", "judged_on", ai),
+                                  f"{rec.id}/{row.id}: judged_on names {acc!r}, which is no "
+                                  "accelerator record",
+                                  hint="an accelerator id is a file stem in records/accelerators/")
+        if not catalogue.exists(link.experiment):
             continue
         info = catalogue.get(link.experiment)
         decl = info.declaration

@@ -65,7 +65,12 @@ def claims(
         touchy = set(r.get("implementation_sensitive") or [])
         verdicts = ", ".join(
             f"{acc}: {text}" + (" (implementation-sensitive)" if acc in touchy else "")
-            for acc, text in r["verdict_text"].items()) or "-"
+            for acc, text in r["verdict_text"].items())
+        # a row no single GPU judges by design says why, where a bare "-" would read as "not run
+        # yet"
+        if r.get("not_verifiable"):
+            verdicts = "; ".join(x for x in (verdicts, r["not_verifiable"]) if x)
+        verdicts = verdicts or "-"
         magnitude = r["magnitude"]
         if r.get("computed_from_architectures"):
             # the figure beside what the architecture records give for it

@@ -29,6 +29,7 @@ from flopkb.cli.common import (
     write_policy,
 )
 from flopkb.cli.tables import IdTable
+from flopkb.escape import visible
 from flopkb.extras import install_hint
 from flopkb.plural import count
 from flopkb.verify.evidence import evidence_dir
@@ -194,8 +195,11 @@ def verify(
         if fmt is OutputFormat.json:
             emit_json(payload)
         else:
-            err_console.print(f"flopkb: {broken[0].reason}", markup=False, highlight=False)
-        raise typer.Exit(1)
+            # the reason quotes record text (a not_applicable reason): escaped for the terminal
+            err_console.print(f"flopkb: {visible(broken[0].reason)}", markup=False,
+                              highlight=False)
+        # a row excused by design (`verify.not_applicable`) is the KB saying so, not a failure
+        raise typer.Exit(0 if all(r.verdict == "not-applicable" for r in broken) else 1)
     command = " ".join(["flopkb", *sys.argv[1:]]) if sys.argv else "flopkb verify"
     started = time.monotonic()
     show = fmt is OutputFormat.text

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import Field, StringConstraints, model_validator
 
 from flopkb.model.base import Kind, NonEmpty, RecordBase, RecordId, SourceRef, Strict
 
@@ -24,14 +24,41 @@ class Basis(str, Enum):
 
 
 class VerifyLink(Strict):
-    """Links a claim to an experiment of `flopkb verify` (bundled, or the KB's `experiments/`)."""
+    """Links a claim to an experiment of `flopkb verify` (bundled, or the KB's `experiments/`),
+    or says why no run of `flopkb verify` can judge it (`not_applicable`: e.g. it compares two
+    GPU models, or needs several nodes): exactly one of the two."""
 
-    experiment: RecordId
+    experiment: RecordId | None = None
     subject: SideName | None = Field(
         default=None,
         description="the experiment's side that stands for this claim's class, where the class "
         "is none of the classes its sides declare",
     )
+    not_applicable: NonEmpty | None = Field(
+        default=None, max_length=400,
+        description="why no single-GPU run can judge this claim, by design (shown by `claims`)",
+    )
+    judged_on: list[RecordId] = Field(
+        default_factory=list, max_length=32,
+        description="accelerator records the claim is about (a part-specific figure such as "
+        "'16x on A100'): elsewhere the experiment's measurement is recorded as not-applicable",
+    )
+
+    @model_validator(mode="after")
+    def _one_of(self) -> VerifyLink:
+        # a link that names both would be judged and excused at once; one naming neither says
+        # nothing
+        if (self.experiment is None) == (self.not_applicable is None):
+            raise ValueError("verify names exactly one of `experiment` and `not_applicable`")
+        if self.not_applicable is not None and (self.subject is not None or self.judged_on):
+            raise ValueError("`subject` and `judged_on` belong to an experiment link, not to "
+                             "`not_applicable`")
+        return self
+
+    @property
+    def runs(self) -> bool:
+        """Whether the link names an experiment to run."""
+        return self.experiment is not None
 
 
 class ArchitectureValue(str, Enum):

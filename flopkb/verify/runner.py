@@ -123,6 +123,11 @@ def plan(kb, claim: str | None = None, record: str | None = None,
                 broken.append(Result(cid, "-", "not-run", reason=(
                     f"{cid} links no experiment (no `verify:` in its row): nothing to run")))
             continue
+        if not row.verify.runs:
+            if claim is not None:
+                broken.append(Result(cid, "-", "not-applicable", reason=(
+                    f"{cid} is not verifiable on one GPU by design: {row.verify.not_applicable}")))
+            continue
         name = row.verify.experiment
         if not known.exists(name):
             broken.append(Result(cid, name, "error", reason=(
@@ -150,7 +155,8 @@ def unlinked(kb) -> list[str]:
     """The KB's own experiments no claim row of it links to (calibration excepted): checked on
     the CPU beside the plan. Bundled experiments belong to the bundled KB: a run on another KB
     neither runs nor reports them."""
-    linked = {row.verify.experiment for _, _, row in kb.claims() if row.verify is not None}
+    linked = {row.verify.experiment for _, _, row in kb.claims()
+              if row.verify is not None and row.verify.runs}
     own = catalogue(kb.root).own(kb.root)
     return [n for n in own if n != CALIBRATION and n not in linked]
 
@@ -197,6 +203,11 @@ def not_applicable(kb, acc_id: str | None, target: Target) -> str | None:
         return "the GPU matched no accelerator record"
     if acc_id not in target.record.affected_by_hardware:
         return f"{acc_id} is not in {target.record.id}'s affected_by_hardware"
+    judged_on = target.row.verify.judged_on
+    if judged_on and acc_id not in judged_on:
+        # a part-specific figure: this part's own measurement is kept, never judged against it
+        return (f"the claim is about {', '.join(judged_on)} (verify.judged_on); {acc_id}'s own "
+                "measurement is recorded, not judged")
     from flopkb.hardware import HardwareModel, claim_inputs
 
     acc = kb.accelerators.get(acc_id)
@@ -244,6 +255,9 @@ def run_cpu(kb_root: Path | None, jobs: list[Job], extra: Sequence[str] = (),
         for t in job.targets:
             cond, notes = resolve(mod.DEFAULTS, t.row.conditions,
                                   getattr(mod, "PASSES", ("forward",)))
+            if t.row.verify.judged_on:
+                notes.append(f"judged on {', '.join(t.row.verify.judged_on)} only "
+                             "(not-applicable elsewhere)")
             results.append(Result(
                 t.claim, job.experiment, "not-run",
                 expected=t.magnitude.as_dict() if t.magnitude else None,

@@ -74,6 +74,16 @@ def test_smoke_run_checks_and_times_ours_and_the_peer(kernels, tmp_path, monkeyp
     assert (shape["ratios"]["fwd+bwd"]["ratio"] is not None) is correct
 
 
+def test_the_paper_family_sweeps_lengths_at_batch_1(kernels, tmp_path, monkeypatch):
+    result = _run(tmp_path, monkeypatch, "--rounds", "1", "--family", "paper")
+    assert result["family"] == "paper"
+    assert [(s["shape"]["B"], s["shape"]["T"]) for s in result["shapes"]] == [(1, 8), (1, 16)]
+    assert all(s["impls"]["ours:fwd:sp_tile"]["correct"] for s in result["shapes"])
+    full = _bench().FAMILIES["paper"]
+    assert (full["batch"], full["dims"], full["dstates"]) == (1, (1024,), (16,))
+    assert full["steps"] == tuple(2**k for k in range(9, 20))
+
+
 def test_absent_broken_or_forward_only_peer_is_not_run(kernels, tmp_path, monkeypatch):
     bench = _bench()
     monkeypatch.setattr(sys, "path", list(sys.path))

@@ -38,8 +38,10 @@ def cpu_gpu(monkeypatch, tmp_path):
         calibration,
         chunked_vs_quadratic,
         kernel_vs_pytorch,
+        prefill_trend,
         roofline,
         ruggedness,
+        scan_benchmark,
         schedule,
         ssd_vs_attention,
         ssd_vs_scan,
@@ -67,6 +69,9 @@ def cpu_gpu(monkeypatch, tmp_path):
     monkeypatch.setattr(_ssd, "PREFIX", 16)
     monkeypatch.setattr(schedule, "STATE_SWEEP", (8,))
     monkeypatch.setattr(ssd_vs_scan, "STATE_SWEEP", (8,))
+    monkeypatch.setattr(scan_benchmark, "QUICK", (16, 32, 64))
+    monkeypatch.setattr(scan_benchmark, "BACKEND", "math")
+    monkeypatch.setattr(prefill_trend, "QUICK", (16, 32, 64))
     _small_reductions(monkeypatch)
     return write_kb(tmp_path)
 

@@ -13,6 +13,8 @@ from flopkb.verify.evidence import _NoAliasDumper
 
 # Row id, experiment, magnitude, conditions (tiny: the Triton interpreter runs them on the CPU).
 SSD = {"tokens": 64, "seq_len": 32, "heads": 2, "head_dim": 16, "state_dim": 16, "chunk_size": 16}
+SCAN = {"batch": 1, "dim": 8, "state_dim": 4, "heads": 2, "head_dim": 4, "min_len": 16,
+        "max_len": 64}
 ROWS = [
     ("schedule", "scan-vs-matmul-schedule", "qualitative", SSD),
     ("ssd-scan", "ssd-vs-scan", "2-8x", {**SSD, "hardware": "A100 80GB PCIe", "pass": "forward"}),
@@ -43,6 +45,11 @@ ROWS = [
     ("determinism", "reduction-determinism", "qualitative", {"elements": 4096, "repeats": 5}),
     ("overhead", "determinism-overhead", "qualitative", {"elements": 4096}),
     ("overhead-figure", "determinism-overhead", "20-30%", {"elements": 4096}),
+    # the Mamba-1 scan benchmark, the FA2 non-matmul cost and the prefill trend at toy sizes
+    ("scan-crossover", "scan-benchmark", "crossover at 2K", SCAN),
+    ("scan-pytorch", "scan-benchmark", "up to 20-40x", SCAN),
+    ("non-matmul", "non-matmul-cost", "16x", {"size": 32, "elements": 1024, "iters": 8}),
+    ("prefill", "prefill-trend", "qualitative", {"d_model": 4, "state_dim": 4, "tokens": 64}),
     # grids of 0.02 blocks per SM: 8..14 shares of 128-element tiles, few enough for the interpreter
     ("partition", "reduction-partition-simulation", "qualitative",
      {"elements": 8192, "repeats": 1, "seeds": 1, "tile": 128, "blocks_per_sm": 0.02}),
@@ -55,7 +62,7 @@ def write_kb(root: Path) -> Path:
         shutil.copytree(bundled_root() / "records" / folder, root / "records" / folder)
     (root / "records" / "evidence").mkdir(parents=True)
     claims = " ".join(f"Claim {rid} holds." for rid, *_ in ROWS)
-    prose = f"A test class. {claims} 2-8x 2K 6x 64 P=16 20-30%"
+    prose = f"A test class. {claims} 2-8x 2K 6x 64 P=16 20-30% up to 20-40x 16x"
     rows = [
         {"id": rid, "quantity": "bf16_tensor_flops", "effect": f"Claim {rid} holds.",
          "magnitude": mag, "basis": "unverified", "conditions": cond,

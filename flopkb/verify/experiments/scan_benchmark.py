@@ -1,0 +1,216 @@
+"""The Mamba-1 paper's scan benchmark (Gu & Dao 2023, Sec. 4.5, Fig. 8, App. E.5), at its shapes:
+batch 1, D = 1024 channels, state N = 16, bf16 inputs, L = 2^9 .. 2^19, the forward pass.
+
+Three sides time the same lengths in one run:
+- `scan`: the fused selective scan (bundled Triton, or Mamba's CUDA kernel), called as a Mamba-1
+  layer calls it (softplus on delta with a bias);
+- `attention`: FlashAttention-2 with a causal mask (torch SDPA, flash backend forced). App. E.5
+  names FlashAttention-2 causal but no head layout; we assume D = 1024 split as 16 heads of 64
+  (the common head dimension), q, k, v [1, L, 16, 64] bf16;
+- `pytorch`: App. E.5's baseline, "a standard parallel scan in PyTorch with no kernel fusion",
+  which materialises A-bar, B-bar, C in HBM: `kernels/scan_baseline/unfused.py` (fp32
+  [B, D, L, N] dA and dBu, in-place Blelloch scan, einsum with C). It runs out of memory at the
+  longest lengths on most parts (two fp32 [1, 1024, L, 16] tensors are 64 GiB at L = 2^19), as
+  the paper says of some baselines; those lengths are noted and left out of its ratio.
+
+Reads `crossover at L` as the length where t(attention) / t(scan) crosses 1 for good (log-log
+interpolation, the band from the p10/p90 corners) and `up to A-B x` as the largest
+t(pytorch) / t(scan) over the sweep inside [A, B] widened by the tolerance (`up to R x`: R as an
+exact figure; `Rx at L`: the ratio at L).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flopkb.magnitude import Magnitude
+from flopkb.verify import stats
+from flopkb.verify.context import Context, ExperimentError
+from flopkb.verify.experiments import _scan
+from flopkb.verify.experiments._common import Judgement, Measurement, point_row, size_of
+from flopkb.verify.stats import Interval, ratio_interval
+
+DEFAULTS: dict[str, Any] = {"batch": 1, "dim": 1024, "state_dim": 16, "dtype": "bfloat16",
+                            "heads": 16, "head_dim": 64, "min_len": 512, "max_len": 524288,
+                            "pass": "forward"}
+BACKEND = "flash"
+MAX_LEN = 1 << 20
+# --quick: the lengths either side of the claimed crossover and one long one
+QUICK = (512, 2048, 8192, 32768)
+
+
+def lengths(cond: dict[str, Any], quick: bool) -> list[int]:
+    """Powers of two from min_len to max_len (the paper's 2^9 .. 2^19)."""
+    lo, hi = size_of(cond["min_len"]), size_of(cond["max_len"])
+    if not 1 <= lo <= hi <= MAX_LEN:
+        raise ExperimentError(f"lengths {lo}..{hi}: expected 1 <= min_len <= max_len <= {MAX_LEN}")
+    out, t = [], 1 << max(0, (lo - 1).bit_length())
+    while t <= hi:
+        out.append(t)
+        t *= 2
+    if quick:
+        return [t for t in out if t in QUICK] or out[:1]
+    return out
+
+
+def cpu_check(ctx: Context) -> None:
+    import torch
+
+    ref = ctx.load("selective_scan", "reference")
+    scan = ctx.load("selective_scan", "scan")
+    unfused = ctx.load("scan_baseline", "unfused")
+    for steps in (16, 23):  # a power of two, and one the unfused scan pads
+        args = _scan.layer_inputs(1, 6, steps, 4, dtype=torch.float32, seed=steps)
+        want = ref.selective_scan_reference(*args, True)
+        ctx.check(f"selective_scan.scan.selective_scan T={steps}",
+                  scan.selective_scan(*args, True), want)
+        ctx.check(f"selective_scan.unfused.selective_scan_unfused T={steps}",
+                  unfused.selective_scan_unfused(*args, True), want)
+    att = ctx.load("attention", "sdpa")
+    aref = ctx.load("attention", "reference")
+    q, k, v = (torch.randn(1, 19, 2, 16) for _ in range(3))
+    ctx.check("attention.sdpa.causal_attention[math]",
+              att.causal_attention(q, k, v, backend="math"),
+              aref.causal_attention_reference(q, k, v))
+
+
+def _shape(cond: dict[str, Any]) -> tuple[int, int, int, int, int]:
+    if str(cond["dtype"]) != "bfloat16":
+        raise ExperimentError(f"dtype {cond['dtype']}: the paper's benchmark is bf16 only")
+    b, d, n = int(cond["batch"]), int(cond["dim"]), int(cond["state_dim"])
+    h, hd = int(cond["heads"]), int(cond["head_dim"])
+    return b, d, n, h, hd
+
+
+def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
+    import torch
+
+    b, d, n, h, hd = _shape(cond)
+    scan = _scan.scan_impl(ctx, "scan")
+    unfused = ctx.load("scan_baseline", "unfused")
+    scost = ctx.load("selective_scan", "cost")
+    att = ctx.load("attention", "sdpa")
+    aref = ctx.load("attention", "reference")
+    acost = ctx.load("attention", "cost")
+    ctx.describe_impl("pytorch", "kernels/scan_baseline/unfused.py: materialised fp32 dA, dBu; "
+                      "in-place Blelloch scan; einsum with C")
+    ctx.describe_impl("attention", f"torch SDPA backend={BACKEND}, causal, {h} heads x {hd}")
+    rows: list[dict[str, Any]] = []
+    pytorch_fits = True
+    for steps in lengths(cond, ctx.quick):
+        if not ctx.more(len(rows)):
+            break
+        with ctx.optional(len(rows)):
+            args = _scan.layer_inputs(b, d, steps, n, device=ctx.device, seed=ctx.seed(steps))
+            _scan.check(ctx, f"scan T={steps}", scan(*args), args)
+            shape = {"batch": b, "dim": d, "steps": steps, "dstate": n}
+            t_s = ctx.time(f"scan T={steps}", scan.fn, _scan.arg_sets(ctx, args, b, d, steps, n),
+                           flops=scost.flops(b, d, steps, n, has_bias=True, softplus=True),
+                           nbytes=scost.bytes_moved(b, d, steps, n), **shape)
+            g = torch.Generator(device=ctx.device).manual_seed(ctx.seed(steps + 1))
+            qkv = tuple(torch.randn(b, steps, h, hd, device=ctx.device, generator=g,
+                                    dtype=torch.bfloat16) for _ in range(3))
+            o = att.causal_attention(*qkv, backend=BACKEND)
+            pre = min(_scan.PREFIX * 2, steps)
+            ctx.check(f"attention T={steps}", o[:1, :pre],
+                      aref.causal_attention_reference(*(t[:1, :pre] for t in qkv)))
+            t_a = ctx.time(f"attention T={steps}",
+                           lambda *a: att.causal_attention(*a, backend=BACKEND), [qkv],
+                           flops=acost.flops(b, steps, h, hd),
+                           nbytes=acost.bytes_moved(b, steps, h, hd), batch=b, steps=steps,
+                           heads=h, headdim=hd)
+            r_a = ratio_interval(t_a, t_s)
+            row = point_row(seq_len=steps, scan_ms=t_s.median_ms, attention_ms=t_a.median_ms,
+                            ratio=r_a.value, ratio_low=r_a.low, ratio_high=r_a.high)
+            if pytorch_fits:
+                pytorch_fits = _pytorch_point(ctx, unfused, args, steps, t_s, row, shape)
+            rows.append(row)
+    data = summary(rows)
+    plot = {"kind": "lines", "x": "seq_len", "xlabel": "sequence length (batch 1)",
+            "ylabel": "time (ms)", "logx": True, "logy": True,
+            "series": {"fused selective scan": "scan_ms",
+                       "FlashAttention-2 causal (SDPA flash)": "attention_ms",
+                       "unfused PyTorch parallel scan": "pytorch_ms"},
+            "vline": data["crossover"]["value"], "vline_label": "scan = attention"}
+    return Measurement(data, rows, dict(cond), plot)
+
+
+def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """What `judge` reads beside the sweep: the crossover of t(attention) / t(scan) over L."""
+    xs = [r["seq_len"] for r in rows]
+    cross = stats.crossover(xs, [Interval(r["ratio"], r["ratio_low"], r["ratio_high"])
+                                 for r in rows])
+    return {"crossover": cross.as_dict()}
+
+
+def _pytorch_point(ctx: Context, unfused: Any, args: tuple, steps: int, t_s: Any,
+                   row: dict[str, Any], shape: dict[str, int]) -> bool:
+    """Time the unfused baseline at this length into `row`; False once it runs out of memory
+    (longer lengths are then not tried: they need more)."""
+    import torch
+
+    try:
+        y = unfused.selective_scan_unfused(*args, True)
+        _scan.check(ctx, f"pytorch T={steps}", y, args)
+        del y
+        t_p = ctx.time(f"pytorch T={steps}",
+                       lambda *a: unfused.selective_scan_unfused(*a, True), [args], **shape)
+    except torch.OutOfMemoryError:
+        ctx.notes.append(f"unfused PyTorch scan out of memory from L={steps}: left out there")
+        torch.cuda.empty_cache()
+        return False
+    r = ratio_interval(t_p, t_s)
+    row.update(pytorch_ms=t_p.median_ms, pytorch_ratio=r.value, pytorch_ratio_low=r.low,
+               pytorch_ratio_high=r.high)
+    return True
+
+
+def _speedup_range(mag: Magnitude) -> tuple[float, float]:
+    """The claimed largest speedup as (low, high): 'up to 20-40x' -> (20, 40); 'up to 30x' and
+    '30x' -> (30, 30)."""
+    figures = [float(f) for f in mag.figures]
+    if len(figures) >= 2:
+        return min(figures), max(figures)
+    value = mag.high if mag.high is not None else mag.low
+    if value is None:
+        raise ExperimentError(f"magnitude {mag.text!r} names no speedup")
+    return float(value), float(value)
+
+
+def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
+    if mag is not None and mag.kind == "crossover":
+        c = m.data["crossover"]
+        cross = Interval(c["value"], c["low"], c["high"])
+        lo, hi = mag.low / stats.CROSSOVER_FACTOR, mag.low * stats.CROSSOVER_FACTOR
+        return Judgement(cross, "tokens",
+                         "sequence length where t(attention) / t(fused scan) crosses 1 (scan "
+                         "faster above)", stats.decide_crossover(cross, mag.low),
+                         f"crossover interval inside [{lo:.0f}, {hi:.0f}] (claimed length "
+                         "x/÷ sqrt 2)")
+    if mag is None or mag.kind != "ratio":
+        kind = "none" if mag is None else mag.kind
+        return Judgement(Interval(None, None, None), "x", "", "error", "",
+                         reason=f"this experiment reads a crossover or a speedup ratio; "
+                         f"magnitude kind {kind!r} has no reading here")
+    timed = [r for r in m.sweep if "pytorch_ratio" in r]
+    if not timed:
+        raise ExperimentError("the unfused PyTorch scan was timed at no length")
+    at = mag.condition.get("at")
+    if at is not None:
+        row = next((r for r in timed if r["seq_len"] == at), None)
+        if row is None:
+            raise ExperimentError(f"length {at} is not among the timed lengths "
+                                  f"{[r['seq_len'] for r in timed]}")
+        where, low, high = f"at L={at}", mag.low, mag.high
+        bound = mag.bound
+    else:
+        # "up to": the largest speedup over the sweep is the figure the claim names
+        row = max(timed, key=lambda r: r["pytorch_ratio"])
+        low, high = _speedup_range(mag)
+        where, bound = f"largest over L (at L={row['seq_len']})", "range"
+    measured = Interval(row["pytorch_ratio"], row["pytorch_ratio_low"], row["pytorch_ratio_high"])
+    lo, hi = stats.claimed_interval(low, high, bound, mag.figures)
+    return Judgement(measured, "x", f"t(unfused PyTorch scan) / t(fused scan), {where}",
+                     stats.decide(measured, lo, hi),
+                     f"measured interval inside the claimed {mag.text!r} widened to "
+                     f"[{lo:.3g}, {hi:.3g}]")

@@ -1,0 +1,1 @@
+"""FP32 non-matmul throughput yardstick: dependent fma / exp2 chains on the CUDA cores."""
