@@ -175,7 +175,8 @@ def _semantics(root: Path | None, exp: Experiment) -> Iterable[tuple[str, tuple,
                    "KB's own is `module:function`")
     for key in ("point", "cpu_point"):
         for name in getattr(exp, key):
-            if name not in axes:
+            # a hook reads its conditions itself: its point completes the hook's DEFAULTS
+            if name not in axes and (exp.hook is None or exp.axes):
                 yield ("FKB524", (key, name), f"{key} sets {name!r}, which is no axis",
                        f"axes: {', '.join(sorted(axes)) or 'none declared'}")
     for pi, prod in enumerate(exp.produces):

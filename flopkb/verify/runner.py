@@ -178,7 +178,21 @@ def experiment_module(name: str, kb_root: Path | None = None):
         from flopkb.verify.hashing import kernels_root
 
         loaded = load_module(module, kernels_root(kb_root, module.split(".")[0]))
-    return getattr(loaded, attr) if attr else loaded
+    hook = getattr(loaded, attr) if attr else loaded
+    point = info.declaration.point if info.declaration is not None else {}
+    return _WithPoint(hook, point) if point else hook
+
+
+class _WithPoint:
+    """A hook whose DEFAULTS the declaration's `point` completes: the claim's conditions are data
+    in the declaration, and several declarations share one hook's code."""
+
+    def __init__(self, hook: Any, point: dict[str, Any]) -> None:
+        self._hook = hook
+        self.DEFAULTS = {**getattr(hook, "DEFAULTS", {}), **point}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._hook, name)
 
 
 def match_accelerator(kb, gpu_name: str | None) -> str | None:

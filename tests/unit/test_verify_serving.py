@@ -4,8 +4,6 @@ claim is judged at the memory-limited batch with the equal-batch reading beside 
 
 from __future__ import annotations
 
-import importlib
-
 import pytest
 import torch
 
@@ -13,13 +11,15 @@ from flopkb.kb import KnowledgeBase, load_kb
 from flopkb.magnitude import parse_magnitude
 from flopkb.paths import bundled_root
 from flopkb.serving import layer_counts
+from flopkb.verify import runner
 from flopkb.verify.context import Context
 from flopkb.verify.experiments import _serving_layers, serving
 from flopkb.verify.experiments._common import resolve
 from flopkb.verify.stats import Interval
 
-HOOKS = ("serving_samba_prompt", "serving_samba_generation", "serving_nemotron_h",
-         "serving_kimi_decode")
+# the four declarations share the hook `serving`; each one's `point` gives its claim's conditions
+HOOKS = ("serving-samba-prompt", "serving-samba-generation", "serving-nemotron-h",
+         "serving-kimi-decode")
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +29,9 @@ def kb() -> KnowledgeBase:
 
 
 def hook(name: str):
-    return importlib.import_module(f"flopkb.verify.experiments.{name}")
+    """What verify runs for the declared experiment `name` (its DEFAULTS: the hook's, completed
+    by the declaration's point)."""
+    return runner.experiment_module(name, bundled_root())
 
 
 def claim_conditions(kb: KnowledgeBase, cls: str, cid: str) -> dict:
@@ -52,25 +54,25 @@ def fake_times(kb: KnowledgeBase, s: dict, per_reading: dict, speed: dict[str, f
 
 
 def test_claim_conditions_reach_the_setup(kb: KnowledgeBase) -> None:
-    cond, notes = resolve(hook("serving_samba_prompt").DEFAULTS,
+    cond, notes = resolve(hook("serving-samba-prompt").DEFAULTS,
                           claim_conditions(kb, "samba", "prompt-throughput"))
     assert notes == []
     s = serving.setup(cond)
     assert (s["prompt_length"], s["batch"], s["phase"]) == (131072, 1, "prefill")
-    cond, notes = resolve(hook("serving_samba_generation").DEFAULTS,
+    cond, notes = resolve(hook("serving-samba-generation").DEFAULTS,
                           claim_conditions(kb, "samba", "generation-speedup"))
     assert notes == [] and serving.setup(cond)["decode_context"] == 32768
-    cond, notes = resolve(hook("serving_nemotron_h").DEFAULTS,
+    cond, notes = resolve(hook("serving-nemotron-h").DEFAULTS,
                           claim_conditions(kb, "nemotron-h", "faster-inference"))
     assert notes == [] and cond["source_hardware"] == "H100"
     assert serving.setup(cond)["decode_context"] == 65536 + 512
-    cond, notes = resolve(hook("serving_kimi_decode").DEFAULTS,
+    cond, notes = resolve(hook("serving-kimi-decode").DEFAULTS,
                           claim_conditions(kb, "kimi-linear", "decoding-throughput"))
     assert notes == [] and serving.setup(cond)["decode_context"] == 2**20
 
 
 def test_prefill_claim_confirmed_and_refuted_by_the_composed_ratio(kb: KnowledgeBase) -> None:
-    s = serving.setup(dict(hook("serving_samba_prompt").DEFAULTS))
+    s = serving.setup(dict(hook("serving-samba-prompt").DEFAULTS))
     per = serving.batches(s, kb)
     # Samba: 12 mamba1 + 12 SWA + 24 MLP; Llama-3 1.6B: 24 attention + 24 MLP (seconds each)
     speed = {"mamba1": 0.01, "sliding_attention": 0.01, "mlp": 0.01, "attention": 0.2}
@@ -92,7 +94,7 @@ def test_prefill_claim_confirmed_and_refuted_by_the_composed_ratio(kb: Knowledge
 
 
 def test_kimi_is_judged_at_the_memory_limited_batch(kb: KnowledgeBase) -> None:
-    s = serving.setup(dict(hook("serving_kimi_decode").DEFAULTS))
+    s = serving.setup(dict(hook("serving-kimi-decode").DEFAULTS))
     per = serving.batches(s, kb)
     assert per["equal_batch"] == {"model": 1, "baseline": 1}
     assert per["memory_limited"]["model"] > per["memory_limited"]["baseline"]
@@ -118,7 +120,7 @@ def test_kimi_is_judged_at_the_memory_limited_batch(kb: KnowledgeBase) -> None:
 
 
 def test_end_to_end_reading_adds_prefill_and_decode(kb: KnowledgeBase) -> None:
-    s = serving.setup(dict(hook("serving_nemotron_h").DEFAULTS))
+    s = serving.setup(dict(hook("serving-nemotron-h").DEFAULTS))
     per = serving.batches(s, kb)
     speed = {"mamba2": 0.01, "attention": 0.02, "mlp": 0.01}
     m = serving.build(s, fake_times(kb, s, per, speed), kb, per)
@@ -129,7 +131,7 @@ def test_end_to_end_reading_adds_prefill_and_decode(kb: KnowledgeBase) -> None:
 
 
 def test_a_missing_reading_is_an_error_not_a_verdict(kb: KnowledgeBase) -> None:
-    s = serving.setup(dict(hook("serving_samba_prompt").DEFAULTS))
+    s = serving.setup(dict(hook("serving-samba-prompt").DEFAULTS))
     per = serving.batches(s, kb)
     m = serving.build(s, fake_times(kb, s, per, {"mamba1": 1.0, "sliding_attention": 1.0,
                                                  "mlp": 1.0, "attention": 1.0}), kb, per)
@@ -247,7 +249,7 @@ def test_measure_runs_end_to_end_on_the_cpu_with_a_stand_in_timer(kb, monkeypatc
 
     monkeypatch.setattr(ctx, "time", fake_time)
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
-    cond = {**hook("serving_nemotron_h").DEFAULTS, "input_tokens": 19, "output_tokens": 6}
+    cond = {**hook("serving-nemotron-h").DEFAULTS, "input_tokens": 19, "output_tokens": 6}
     m = serving.measure(ctx, cond)
     # 3 layer types of the model and 2 of the baseline, each in prefill and in decode
     assert len(ran) == 10

@@ -1,10 +1,9 @@
 """Model-level serving claims: each layer type timed at the claim's shapes, composed by the
 architecture's pattern counts (`flopkb.serving`), read as model / baseline tokens/s.
 
-Shared by the four serving hooks (`serving_samba_prompt`, `serving_samba_generation`,
-`serving_nemotron_h`, `serving_kimi_decode`); each gives its `DEFAULTS` (the model and baseline
-architecture records, the phase, lengths, batch and the reading the claim states) and delegates
-here. Phases:
+The hook of the four serving declarations (`experiments/serving-*.yaml`); each declaration's
+`point` gives the claim's conditions (the model and baseline architecture records, the phase,
+lengths, batch and the reading the claim states) over `DEFAULTS` below. Phases:
 
 - `prefill`: prefill tokens/s of `batch` prompts of `prompt_length`;
 - `decode`: decode tokens/s in total at the batch, the step timed at `decode_context`;
@@ -38,6 +37,10 @@ from flopkb.verify.experiments._common import Judgement, Measurement, judge_rati
 from flopkb.verify.stats import Interval
 
 READINGS = ("equal_batch", "memory_limited")
+# what every serving declaration shares; its `point` names the rest (flopkb.verify.runner)
+DEFAULTS: dict[str, Any] = {
+    "batch": 1, "reading": "equal_batch", "accelerator": "h200-sxm", "max_batch": 64,
+}
 
 
 def setup(cond: dict[str, Any]) -> dict[str, Any]:
