@@ -251,26 +251,36 @@ def _run_child(args: list[str], data: bytes, timeout: float) -> tuple[int, bytes
     """Run `args` with `data` on stdin; the child never outlives an exception here. A signal
     that arrives while Popen is still starting the child (after the fork, before Popen returns:
     a window a loaded machine widens) would raise where nothing holds the child's pid, and leave
-    it running: so the signals are held until Popen has returned (the child gets the mask it had
-    before), and an exception from then on kills the child before it propagates."""
-    hold = hasattr(signal, "pthread_sigmask") and (
-        threading.current_thread() is threading.main_thread()
-    )
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD) if hold else None
+    it running. So SIGINT / SIGTERM are deferred while Popen runs: their Python handlers (which
+    always run in the main thread, whichever thread the process-directed signal reached; a
+    signal mask would only cover this thread) just note the signal, and once `proc` is bound the
+    noted signals are raised again, where an exception kills the child before it propagates."""
+    noted: list[int] = []
+    saved: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for signum in _HELD:
+            # None: a handler not set from Python, which signal.signal could not put back
+            if signal.getsignal(signum) is not None:
+                saved[signum] = signal.signal(signum, lambda n, _frame: noted.append(n))
 
-    def restore() -> None:
-        if before is not None:
-            signal.pthread_sigmask(signal.SIG_SETMASK, before)
+    def undefer() -> None:
+        """The handlers back, then the signals noted meanwhile raised again, in order."""
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
+        saved.clear()
+        for signum in dict.fromkeys(noted):
+            signal.raise_signal(signum)
 
     try:
         proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, preexec_fn=restore if hold else None)
+                                stderr=subprocess.PIPE)
     except BaseException:
-        restore()
+        undefer()
         raise
     with proc:
         try:
-            restore()  # a signal held meanwhile is handled here, where the child can be killed
+            # inside the try: a signal noted or arriving from here on kills the child
+            undefer()
             _, stderr = proc.communicate(data, timeout=timeout)
         except subprocess.TimeoutExpired:
             proc.kill()
