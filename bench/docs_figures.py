@@ -973,16 +973,6 @@ def block_kernel_notes(src: Sources) -> str:
 MODEL_CONTEXT = 131072
 
 
-def _kb_of(src: Sources) -> Any:
-    from flopkb.kb import load_kb
-
-    kb, findings = load_kb(src.root)
-    errors = [f for f in findings if f.severity.value == "error"]
-    if errors:
-        raise SystemExit("\n".join(f"{f.file}: {f.rule} {f.message}" for f in errors))
-    return kb
-
-
 def _gib(value: float) -> str:
     """Bytes in GiB from 1 GiB up, else MiB; three significant digits, never an exponent."""
     x, unit = (value / 2**30, "GiB") if value >= 2**30 else (value / 2**20, "MiB")
@@ -993,7 +983,7 @@ def block_model_table(src: Sources) -> str:
     """Computed parameters of every architecture record and its roofline bounds on the H200."""
     from flopkb.modelshow import model_show
 
-    kb = _kb_of(src)
+    kb = kb_figures.kb_of(src.root)
     rows = []
     for aid in sorted(kb.architectures):
         d = model_show(kb, aid, context=MODEL_CONTEXT, on=[ACCELERATOR])
@@ -1032,7 +1022,7 @@ def block_model_claims(src: Sources) -> str:
     from flopkb.claims import list_claims
     from flopkb.modelshow import shown
 
-    kb = _kb_of(src)
+    kb = kb_figures.kb_of(src.root)
     rows = []
     for r in list_claims(kb):
         if not r["computed_from_architectures"]:

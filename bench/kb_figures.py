@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from flopkb.graph import KBGraph, status
 from flopkb.kb import KnowledgeBase, load_kb
 from flopkb.model import ACCEPTED_SCHEMA_VERSIONS
+from flopkb.plural import count
 
 ROOT = Path(__file__).resolve().parents[1]
 # the classes DESIGN's vocabulary requires (README says "the N required classes plus ...")
@@ -30,7 +31,8 @@ REQUIRED_CLASSES = (
 )  # fmt: skip
 
 
-def _kb(root: Path = ROOT) -> KnowledgeBase:
+def kb_of(root: Path = ROOT) -> KnowledgeBase:
+    """The bundled KB (or the one at `root`); loading errors stop the generator, naming them."""
     kb, findings = load_kb(root)
     errors = [f for f in findings if f.severity.value == "error"]
     if errors:
@@ -41,9 +43,6 @@ def _kb(root: Path = ROOT) -> KnowledgeBase:
 def _ids(ids: list[str]) -> str:
     return ", ".join(f"`{i}`" for i in ids)
 
-
-def _count(n: int, noun: str, plural: str | None = None) -> str:
-    return f"{n} {noun if n == 1 else (plural or noun + 's')}"
 
 
 def _rows(kb: KnowledgeBase) -> list[Any]:
@@ -58,7 +57,7 @@ def _basis(kb: KnowledgeBase) -> str:
 
 def block_kb_summary(_: Any = None, root: Path = ROOT) -> str:
     """README's paragraph on what `records/` holds."""
-    kb = _kb(root)
+    kb = kb_of(root)
     extra = sorted(set(kb.classes) - set(REQUIRED_CLASSES))
     required = len(set(REQUIRED_CLASSES) & set(kb.classes))
     computed = sorted(q for q, rec in kb.quantities.items() if rec.formula)
@@ -79,7 +78,7 @@ def block_kb_summary(_: Any = None, root: Path = ROOT) -> str:
 
 def block_kb_counts(_: Any = None, root: Path = ROOT) -> str:
     """docs/kb.md's counts: records by kind, claims by basis, rows linking an experiment."""
-    kb = _kb(root)
+    kb = kb_of(root)
     rows = _rows(kb)
     linked = sum(1 for row in rows if row.verify is not None and row.verify.runs)
     excused = sum(1 for row in rows if row.verify is not None and not row.verify.runs)
@@ -89,8 +88,8 @@ def block_kb_counts(_: Any = None, root: Path = ROOT) -> str:
         f"{len(kb.sources)} sources, {len(kb.architectures)} architectures and "
         f"{len(kb.evidence)} evidence records written by "
         f"`flopkb verify`. {len(rows)} claim rows; by basis: {_basis(kb)}; "
-        f"{_count(linked, 'row links', 'rows link')} a `verify.experiment`, "
-        f"{_count(excused, 'row says', 'rows say')} `verify.not_applicable` (no single GPU "
+        f"{count(linked, 'row links', 'rows link')} a `verify.experiment`, "
+        f"{count(excused, 'row says', 'rows say')} `verify.not_applicable` (no single GPU "
         "judges it by design)."
     )
     return _wrapped(text)
@@ -127,7 +126,7 @@ def accepted_versions() -> str:
 def block_graph_status(_: Any = None, root: Path = ROOT) -> str:
     """docs/graph.md's `status` example, summarised from the library's answer on the bundled KB
     (the text output draws the same sections as tables)."""
-    result = status(KBGraph.from_kb(_kb(root)))
+    result = status(KBGraph.from_kb(kb_of(root)))
     lines = ["    $ flopkb graph status            # each section is a table; here its rows' ids"]
     sections = (
         ("unverified", "unverified", None),
