@@ -1,0 +1,397 @@
+"""Chunked SSD forward, stage by stage and per tiling, beside fla's chunk_simple_gla.
+
+    python bench/kernels_ssd_fwd.py --out bench/results/ssd_fwd_h200.json [--rounds 3]
+        [--dstates 64,128] [--steps 2048,4096,16384] [--configs q256,q128,...]
+    python bench/kernels_ssd_fwd.py --smoke --out /tmp/smoke.json     # CPU, TRITON_INTERPRET=1
+
+Per shape (B*T = 32K tokens, H = 32, P = 64, G = 1, bf16 x/B/C, fp32 dt/A/D) every implementation
+is first checked against `ssd_chunked_reference` (float32) and then timed in `--rounds`
+interleaved rounds (fresh inputs each round; every implementation once per round), medians of the
+per-round medians. The D x term is handled equally on both sides, two ways:
+
+- `nod`: neither side computes it (ours with Dskip=None; fla has no D term);
+- `d`: both compute it (ours fuses it into chunk_scan; fla's output gets `y + x * D` as one
+  PyTorch op inside the timed region).
+
+Passes: `infer` (no grad: what serving runs) and `train` (inputs require grad, so what the
+backward needs is saved; fla, like ours, keeps its forward's buffers). Stages: ours through
+`ChunkedRun.stages` timed one by one, and, for both sides alike, every GPU kernel's time from
+torch.profiler over the same calls (name -> mean us per forward), so the per-stage table compares
+like with like. `--configs` sweeps our forward tiling (chunk, block_m, warps, pipeline stages);
+each stage's best tiling is reported beside the best single tiling. Writes JSON (machine
+fingerprint, command, every timing) to --out after every shape, atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+BF16_BOUND = 3e-2
+FULL = {"tokens": 32 * 1024, "heads": 32, "headdim": 64, "groups": 1,
+        "dstates": (64, 128), "steps": (2048, 4096, 16384)}
+SMOKE = {"tokens": 64, "heads": 2, "headdim": 16, "groups": 1, "dstates": (16,), "steps": (64,)}
+# Forward tilings: name -> (chunk, block_m, num_warps, num_stages). q256 is the shipped default.
+CONFIGS: dict[str, tuple[int, int, int, int]] = {
+    "q256": (256, 64, 4, 2),
+    "q256_s3": (256, 64, 4, 3),
+    "q256_bm128_w8": (256, 128, 8, 2),
+    "q256_w8": (256, 64, 8, 2),
+    "q128": (128, 64, 4, 2),
+    "q128_s3": (128, 64, 4, 3),
+    "q128_bm128_w8": (128, 128, 8, 2),
+    "q128_bm32": (128, 32, 4, 2),
+    "q64": (64, 64, 4, 2),
+    "q64_s3": (64, 64, 4, 3),
+}
+SMOKE_CONFIGS = ("q64", "q128_bm32")
+
+
+def log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, default=str))
+    tmp.replace(path)
+
+
+def _sibling(name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def rel_err(got: Any, ref: Any) -> float:
+    import torch
+
+    g, r = got.double(), ref.double()
+    if not torch.isfinite(g).all():
+        return math.inf
+    return ((g - r).norm() / r.norm()).item()
+
+
+def fla_map(x: Any, dt: Any, A: Any, Bm: Any, Cm: Any) -> tuple[Any, Any, Any, Any]:
+    """SSD inputs as chunk_simple_gla's q, k, v, g (outside the timed region)."""
+    heads = x.shape[2]
+    q = Cm.repeat_interleave(heads // Cm.shape[2], dim=2).contiguous()
+    k = Bm.repeat_interleave(heads // Bm.shape[2], dim=2).contiguous()
+    v = (x.float() * dt[..., None]).to(x.dtype)
+    return q, k, v, (dt * A).contiguous()
+
+
+class Impl:
+    """One forward: `make(args, with_d, train)` -> zero-argument callable returning y."""
+
+    def __init__(self, name: str, kind: str, make: Callable[..., Callable[[], Any]],
+                 info: dict[str, Any]) -> None:
+        self.name, self.kind, self.make, self.info = name, kind, make, info
+
+
+def ours(chunked: Any, backward: Any, name: str, cfg: tuple[int, int, int, int]) -> Impl:
+    chunk, bm, warps, stages = cfg
+
+    def make(args: list[Any], with_d: bool, train: bool) -> Callable[[], Any]:
+        x, dt, A, Bm, Cm, D = args
+        d = D if with_d else None
+        kw = {"block_m": bm, "num_warps": warps, "num_stages": stages}
+        if train:
+            leaves = [t.detach().clone().requires_grad_() for t in (x, dt, A, Bm, Cm)]
+            dl = d.detach().clone().requires_grad_() if d is not None else None
+            return lambda: backward.ssd_chunked_fn(*leaves, dl, chunk, **kw)
+        return lambda: chunked.ssd_chunked(x, dt, A, Bm, Cm, d, chunk, **kw)
+
+    return Impl(f"ours:{name}", "bundled", make,
+                {"chunk_size": chunk, "block_m": bm, "num_warps": warps, "num_stages": stages})
+
+
+def fla_impl() -> tuple[Impl | None, str | None]:
+    from importlib import metadata
+
+    try:
+        from fla.ops.simple_gla import chunk_simple_gla
+    except Exception as exc:  # absent or broken peer: recorded, not timed
+        return None, f"{type(exc).__name__}: {exc}"
+    try:
+        version = metadata.version("fla-core")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+
+    def make(args: list[Any], with_d: bool, train: bool) -> Callable[[], Any]:
+        import torch
+
+        x, dt, A, Bm, Cm, D = args
+        mapped = fla_map(x, dt, A, Bm, Cm)
+        if train:
+            mapped = tuple(t.detach().clone().requires_grad_() for t in mapped)
+        q, k, v, g = mapped
+        d4 = D[None, None, :, None]
+
+        def run() -> Any:
+            y = chunk_simple_gla(q, k, v, g=g, scale=1.0)[0]
+            if with_d:
+                # the D x term as one PyTorch op: fla has none of its own
+                y = torch.addcmul(y, x, d4.to(x.dtype))
+            return y
+
+        return run
+
+    return Impl("fla:chunk_simple_gla", "peer", make,
+                {"version": version, "chunk_size": 64,
+                 "map": "q=C, k=B (per head), v=x*dt, g=dt*A, scale=1 (mapped outside the timed "
+                        "region); D: y + x*D by torch.addcmul inside it"}), None
+
+
+def mamba_impl() -> tuple[Impl | None, str | None]:
+    from importlib import metadata
+
+    try:
+        from flopkb.verify.peers.mamba_ssm import chunk_scan_combined
+
+        combined = chunk_scan_combined()[0]
+    except Exception as exc:
+        return None, f"{type(exc).__name__}: {exc}"
+    try:
+        version = metadata.version("mamba_ssm")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+
+    def make(args: list[Any], with_d: bool, train: bool) -> Callable[[], Any]:
+        x, dt, A, Bm, Cm, D = args
+        if train:
+            x, dt, A, Bm, Cm, D = (t.detach().clone().requires_grad_() for t in args)
+        d = D if with_d else None
+        return lambda: combined(x, dt, A, Bm, Cm, 256, D=d)
+
+    return Impl("mamba_ssm:chunk256", "peer", make,
+                {"version": version, "api": "mamba_chunk_scan_combined", "chunk_size": 256}), None
+
+
+def time_call(fn: Callable[[], Any], on_gpu: bool, reps: int) -> dict[str, Any]:
+    from flopkb.verify.timing import summarize, time_cuda
+
+    if on_gpu:
+        return time_cuda(lambda: fn(), [()], warmup=3, reps=reps, budget_ms=200).as_dict()
+    fn()
+    samples = []
+    for _ in range(max(1, reps)):
+        t0 = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - t0) * 1e3)
+    return summarize(samples, method="cpu-wall").as_dict()
+
+
+def kernel_times(fn: Callable[[], Any], calls: int) -> dict[str, float]:
+    """GPU kernel name -> mean microseconds per call of `fn`, from torch.profiler."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    out: dict[str, float] = {}
+    for ev in prof.key_averages():
+        us = getattr(ev, "device_time_total", None)
+        if us is None:
+            us = getattr(ev, "cuda_time_total", 0.0)
+        if us > 0:
+            out[ev.key[:120]] = out.get(ev.key[:120], 0.0) + us / calls
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def make_inputs(device: str, dtype: Any, shape: dict[str, Any], seed: int) -> list[Any]:
+    import torch
+
+    torch.manual_seed(seed)
+    return _sibling("kernels_ssd_bwd").make_inputs(
+        device, dtype, shape["B"], shape["T"], shape["H"], shape["P"], shape["G"], shape["N"])
+
+
+def bench_shape(shape: dict[str, Any], impls: list[Impl], rounds: int, reps: int, device: str,
+                dtype: Any, on_gpu: bool, chunked: Any, reference: Any, cost: Any,
+                ceil: dict[str, Any] | None) -> dict[str, Any]:
+    import torch
+
+    args = make_inputs(device, dtype, shape, seed=0)
+    x, dt, A, Bm, Cm, D = args
+    with torch.no_grad():
+        ref_d = reference.ssd_chunked_reference(*(a.float() for a in args), chunk_size=64)
+        ref_nod = reference.ssd_chunked_reference(*(a.float() for a in args[:5]), None,
+                                                  chunk_size=64)
+    rows: dict[str, dict[str, Any]] = {}
+    timed: list[Impl] = []
+    for impl in impls:
+        row = {"name": impl.name, "kind": impl.kind, "info": impl.info}
+        try:
+            with torch.no_grad():
+                errs = {"d": rel_err(impl.make(args, True, False)(), ref_d),
+                        "nod": rel_err(impl.make(args, False, False)(), ref_nod)}
+            row["check"] = {"rel_err": errs, "bound": BF16_BOUND,
+                            "correct": all(e <= BF16_BOUND for e in errs.values())}
+            if row["check"]["correct"]:
+                timed.append(impl)
+        except Exception as exc:
+            row["not_run"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+        rows[impl.name] = row
+    keys = [(ps, dv) for ps in ("infer", "train") for dv in ("nod", "d")]
+    samples: dict[str, dict[str, list[dict[str, Any]]]] = {
+        i.name: {f"{ps}_{dv}": [] for ps, dv in keys} for i in timed}
+    stage_samples: dict[str, dict[str, list[float]]] = {}
+    for r in range(rounds):
+        args = make_inputs(device, dtype, shape, seed=1 + r)
+        for impl in timed:
+            for ps, dv in keys:
+                fn = impl.make(args, dv == "d", ps == "train")
+                ctx = torch.enable_grad() if ps == "train" else torch.no_grad()
+                with ctx:
+                    samples[impl.name][f"{ps}_{dv}"].append(time_call(fn, on_gpu, reps))
+            if impl.kind == "bundled":
+                chunk = impl.info["chunk_size"]
+                run = chunked.ssd_chunked_stages(
+                    *args, chunk_size=chunk, block_m=impl.info["block_m"],
+                    num_warps=impl.info["num_warps"], num_stages=impl.info["num_stages"])
+                run()
+                per = stage_samples.setdefault(impl.name, {})
+                for stage, launch in run.stages.items():
+                    per.setdefault(stage, []).append(
+                        time_call(launch, on_gpu, reps)["median_ms"])
+    for impl in timed:
+        row = rows[impl.name]
+        row["timing"] = {k: {"rounds": v, "median_ms": statistics.median(
+            s["median_ms"] for s in v)} for k, v in samples[impl.name].items()}
+        if impl.name in stage_samples:
+            row["stages_ms"] = {st: statistics.median(v)
+                                for st, v in stage_samples[impl.name].items()}
+        if on_gpu:
+            with torch.no_grad():
+                row["kernels_us"] = {dv: kernel_times(impl.make(args, dv == "d", False), 10)
+                                     for dv in ("nod", "d")}
+        if ceil and impl.kind == "bundled":
+            dims = (shape["B"], shape["T"], shape["H"], shape["P"], shape["N"])
+            flops = cost.flops("chunked", *dims, impl.info["chunk_size"], has_d=True)
+            nbytes = cost.bytes_moved(*dims, groups=shape["G"], x_bytes=2, bc_bytes=2,
+                                      has_d=True)
+            floor = 1e3 * max(flops / (ceil["bf16_matmul_tflops"] * 1e12),
+                              nbytes / (ceil["copy_gbps"] * 1e9))
+            row["floor_ms_infer_d"] = floor
+    return {"shape": shape, "rows": list(rows.values()), "summary": summarize_shape(rows)}
+
+
+def summarize_shape(rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Per pass and D handling: the best of ours (one tiling for all stages) over each peer, and
+    the sum of each stage's best tiling (what per-stage tiling could give, measured stage alone)."""
+    out: dict[str, Any] = {}
+    ours_rows = [r for r in rows.values() if r["kind"] == "bundled" and "timing" in r]
+    for key in ("infer_nod", "infer_d", "train_nod", "train_d"):
+        best = min(ours_rows, key=lambda r: r["timing"][key]["median_ms"], default=None)
+        entry: dict[str, Any] = {"best_ours": best["name"] if best else None,
+                                 "best_ours_ms": best["timing"][key]["median_ms"] if best else None}
+        for peer in ("fla", "mamba_ssm"):
+            p = next((r for r in rows.values() if r["name"].startswith(peer) and "timing" in r),
+                     None)
+            entry[f"{peer}_ms"] = p["timing"][key]["median_ms"] if p else None
+            entry[f"ours_over_{peer}"] = (best["timing"][key]["median_ms"]
+                                          / p["timing"][key]["median_ms"] if best and p else None)
+        out[key] = entry
+    staged = [r for r in ours_rows if "stages_ms" in r]
+    if staged:
+        stages = list(staged[0]["stages_ms"])
+        per_stage = {}
+        for st in stages:
+            best = min(staged, key=lambda r: r["stages_ms"][st])
+            per_stage[st] = {"best": best["name"], "ms": best["stages_ms"][st]}
+        out["best_tiling_per_stage"] = per_stage
+        out["best_tiling_per_stage_sum_ms"] = sum(v["ms"] for v in per_stage.values())
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--configs", default="", help="comma list of CONFIGS names (default all)")
+    ap.add_argument("--dstates", default="")
+    ap.add_argument("--steps", default="")
+    ap.add_argument("--smoke", action="store_true",
+                    help="tiny sizes on the CPU through TRITON_INTERPRET=1 (tests the script)")
+    args = ap.parse_args(argv)
+    if args.smoke:
+        os.environ["TRITON_INTERPRET"] = "1"
+    import torch
+
+    from flopkb.kernelpkg import load_op
+    from flopkb.verify.machine import fingerprint
+
+    on_gpu = torch.cuda.is_available() and not args.smoke
+    if not on_gpu and not args.smoke:
+        print("bench/kernels_ssd_fwd.py needs a CUDA GPU (or --smoke)", file=sys.stderr)
+        return 2
+    sizes = SMOKE if args.smoke else FULL
+    names = [c for c in args.configs.split(",") if c] or (
+        list(SMOKE_CONFIGS) if args.smoke else list(CONFIGS))
+    unknown = [c for c in names if c not in CONFIGS]
+    if unknown:
+        print(f"unknown configs {unknown}; known: {list(CONFIGS)}", file=sys.stderr)
+        return 2
+    chunked = load_op("ssd", "chunked")
+    backward = load_op("ssd", "backward")
+    impls = [ours(chunked, backward, n, CONFIGS[n]) for n in names]
+    not_run = {}
+    for maker in (fla_impl, mamba_impl):
+        impl, why = maker()
+        if impl is None:
+            not_run[maker.__name__.removesuffix("_impl")] = why
+        else:
+            impls.append(impl)
+    results: dict[str, Any] = {
+        "machine": fingerprint(), "command": " ".join([sys.executable, *sys.argv]),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "smoke": args.smoke,
+        "rounds": args.rounds, "reps": args.reps, "configs": {n: CONFIGS[n] for n in names},
+        "not_run": not_run, "shapes": [],
+    }
+    log(f"implementations: {[i.name for i in impls]}; not run: {not_run}")
+    started = time.time()
+    results["ceilings"] = _sibling("kernels_ssm").measure_ceilings(quick=True) if on_gpu else None
+    dtype = torch.float32 if args.smoke else torch.bfloat16
+    device = "cuda" if on_gpu else "cpu"
+    dstates = [int(v) for v in args.dstates.split(",") if v] or list(sizes["dstates"])
+    steps_list = [int(v) for v in args.steps.split(",") if v] or list(sizes["steps"])
+    for n in dstates:
+        for steps in steps_list:
+            shape = {"B": max(1, sizes["tokens"] // steps), "T": steps, "H": sizes["heads"],
+                     "P": sizes["headdim"], "G": sizes["groups"], "N": n,
+                     "dtype": str(dtype).removeprefix("torch.")}
+            log(f"SSD fwd B={shape['B']} T={steps} N={n}")
+            results["shapes"].append(bench_shape(
+                shape, impls, args.rounds, args.reps, device, dtype, on_gpu, chunked,
+                load_op("ssd", "reference"), load_op("ssd", "cost"), results["ceilings"]))
+            log(json.dumps(results["shapes"][-1]["summary"], default=str)[:1500])
+            results["wall_s"] = time.time() - started
+            write_json(args.out, results)
+            if on_gpu:
+                torch.cuda.empty_cache()
+    write_json(args.out, results)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
