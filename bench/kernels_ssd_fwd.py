@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import math
 import os
 import statistics
 import sys
@@ -59,17 +58,6 @@ CONFIGS: dict[str, tuple[int, int, int, int]] = {
 SMOKE_CONFIGS = ("q64", "q128_bm32")
 
 
-def log(msg: str) -> None:
-    print(msg, flush=True)
-
-
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1, default=str))
-    tmp.replace(path)
-
-
 def _sibling(name: str) -> Any:
     spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
     module = importlib.util.module_from_spec(spec)
@@ -77,13 +65,9 @@ def _sibling(name: str) -> Any:
     return module
 
 
-def rel_err(got: Any, ref: Any) -> float:
-    import torch
-
-    g, r = got.double(), ref.double()
-    if not torch.isfinite(g).all():
-        return math.inf
-    return ((g - r).norm() / r.norm()).item()
+# the training-step bench's helpers: the same logging, atomic JSON and error norm
+_BWD = _sibling("kernels_ssd_bwd")
+log, write_json, rel_err = _BWD.log, _BWD.write_json, _BWD.rel_err
 
 
 def fla_map(x: Any, dt: Any, A: Any, Bm: Any, Cm: Any) -> tuple[Any, Any, Any, Any]:
@@ -221,7 +205,7 @@ def make_inputs(device: str, dtype: Any, shape: dict[str, Any], seed: int) -> li
     import torch
 
     torch.manual_seed(seed)
-    return _sibling("kernels_ssd_bwd").make_inputs(
+    return _BWD.make_inputs(
         device, dtype, shape["B"], shape["T"], shape["H"], shape["P"], shape["G"], shape["N"])
 
 
@@ -231,7 +215,6 @@ def bench_shape(shape: dict[str, Any], impls: list[Impl], rounds: int, reps: int
     import torch
 
     args = make_inputs(device, dtype, shape, seed=0)
-    x, dt, A, Bm, Cm, D = args
     with torch.no_grad():
         ref_d = reference.ssd_chunked_reference(*(a.float() for a in args), chunk_size=64)
         ref_nod = reference.ssd_chunked_reference(*(a.float() for a in args[:5]), None,

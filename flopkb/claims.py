@@ -30,7 +30,9 @@ def list_claims(
 
     A verdict is pooled over every trusted, fresh run on that accelerator
     (`flopkb.verify.pooled`): `disagreeing` when they differ. `runs` keeps, per accelerator, the
-    pooled verdict's run count, agreement and each run's own verdict.
+    pooled verdict's run count, agreement, each run's own verdict and `pooled`: the figure of all
+    the runs' rounds merged and judged again (null with fewer than two runs that store rounds);
+    `pooled_text` says it in words.
 
     Filters: `record` (class id), `quantity` (the row's quantity id, exactly), `basis`, and
     `accelerator` (claims whose class lists it in `affected_by_hardware`; verdicts narrowed to it).
@@ -73,6 +75,7 @@ def list_claims(
                 "basis": row.basis.value,
                 "verdicts": {acc: p.verdict for acc, p in found.items()},
                 "verdict_text": {acc: p.text() for acc, p in found.items()},
+                "pooled_text": {acc: p.figure.text() for acc, p in found.items() if p.figure},
                 "runs": {acc: p.as_dict() for acc, p in found.items()},
                 "implementation_sensitive": [a for a, p in found.items()
                                              if p.implementation_sensitive],

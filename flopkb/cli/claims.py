@@ -63,8 +63,11 @@ def claims(
         table.add_column(column, whole=column in ("magnitude", "basis"))
     for r in rows:
         touchy = set(r.get("implementation_sensitive") or [])
+        pooled = r.get("pooled_text") or {}
         verdicts = ", ".join(
             f"{acc}: {text}" + (" (implementation-sensitive)" if acc in touchy else "")
+            # the runs' rounds merged: the interval that holds between runs, not within one
+            + (f"; pooled {pooled[acc]}" if acc in pooled else "")
             for acc, text in r["verdict_text"].items())
         # a row no single GPU judges by design says why, where a bare "-" would read as "not run
         # yet"

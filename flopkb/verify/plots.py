@@ -21,6 +21,9 @@ experiment modules stay free of plotting code:
 - kind "lines" with `group` and `y`: one line per distinct value of the `group` column;
 - kind "stacked": stacked bars of the `series` columns over `x`;
 - kind "category": grouped bars of {group: {category: value}} in `categories`.
+- any kind: `measure_by_kind` {magnitude kind: column} names the judged column per claim when one
+  experiment judges different claims on different columns (scan-benchmark: the crossover on
+  `ratio`, the speed-up on `pytorch_ratio`).
 
 A series column `c` gets p10/p90 bars when the rows also hold `c_low`/`c_high`, or, for a time
 `<stem>_ms` (or `ms`), `<stem>_p10_ms`/`<stem>_p90_ms` (or `p10_ms`/`p90_ms`).
@@ -145,7 +148,7 @@ def figure(spec: dict[str, Any], rows: list[dict[str, Any]], view: ClaimView) ->
     x = spec.get("x")
     if kind in {"bars", "stacked"} and rows and _numeric(rows, x):
         rows = sorted(rows, key=lambda r: r[x])
-    measure = _measure_column(spec, rows)
+    measure = _measure_column(spec, rows, view)
     on_main = measure is not None and measure in _series_columns(spec)
     second = measure is not None and not on_main
     # the verdict rule's lines at the foot (see _header) push the panels up, so that a long
@@ -197,9 +200,18 @@ def _series_columns(spec: dict[str, Any]) -> list[str]:
     return list(spec.get("series", {}).values())
 
 
-def _measure_column(spec: dict[str, Any], rows: list[dict[str, Any]]) -> str | None:
+def _measure_column(spec: dict[str, Any], rows: list[dict[str, Any]],
+                    view: ClaimView | None = None) -> str | None:
+    """The column of the judged quantity per point. An experiment that judges different claims on
+    different columns names them by the claim's magnitude kind (`measure_by_kind`), so a claim's
+    picture never shows another claim's quantity."""
     if not rows:
         return None
+    by_kind = spec.get("measure_by_kind") or {}
+    kind = ((view.expected if view else None) or {}).get("kind")
+    if kind in by_kind:
+        column = by_kind[kind]
+        return column if _numeric(rows, column) else None
     for column in MEASURE_COLUMNS:
         if _numeric(rows, column) and f"{column}_low" in rows[0] and f"{column}_high" in rows[0]:
             return column
@@ -350,8 +362,8 @@ def _powers_of_two(xs: list[float]) -> bool:
 def _measure_label(column: str, view: ClaimView) -> str:
     what = (view.measured or {}).get("what") or ""
     found = re.search(r"t(?:\([^)]*\)|_\w+)\s*/\s*t(?:\([^)]*\)|_\w+)", what)
-    if column == "ratio":
-        return f"{found.group(0)} (x)" if found and len(found.group(0)) <= 36 else "ratio (x)"
+    if column == "ratio" or column.endswith("_ratio"):
+        return f"{found.group(0)} (x)" if found and len(found.group(0)) <= 40 else "ratio (x)"
     return MEASURE_LABELS.get(column, column)
 
 
@@ -359,7 +371,8 @@ def _overlay_measure(ax: Any, rows: list[dict[str, Any]], column: str, view: Cla
                      xs: list[float]) -> None:
     """On the panel showing `column`: parity, the claimed band or point, the judged point."""
     lows = [float(r.get(f"{column}_low", r[column])) for r in rows]
-    if column in {"ratio", "speedup", "misprediction"} and lows and min(lows) <= 4:
+    if (column in {"ratio", "speedup", "misprediction"} or column.endswith("_ratio")) and lows \
+            and min(lows) <= 4:
         ax.axhline(1.0, color="grey", linewidth=1, linestyle=":", label="parity (1x)")
     expected, measured = view.expected or {}, view.measured or {}
     low, high = expected.get("low"), expected.get("high")
@@ -456,10 +469,19 @@ def _interval(m: dict[str, Any]) -> str:
     while digits < 6 and low is not None and high is not None and low != high and \
             f"{low:.{digits}g}" == f"{high:.{digits}g}":
         digits += 1
-    text = f"{value:.{digits}g}{sep}{unit}" if value is not None else "-"
+    text = f"{_plain_g(value, digits)}{sep}{unit}" if value is not None else "-"
     if low is not None and high is not None and (low, high) != (value, value):
-        text += f" [{low:.{digits}g}, {high:.{digits}g}] (p10/p90)"
+        text += f" [{_plain_g(low, digits)}, {_plain_g(high, digits)}] (p10/p90)"
     return text
+
+
+def _plain_g(x: float, digits: int) -> str:
+    """`digits` significant digits, never in exponent form for 1e3 <= |x| < 1e9 (19600 tokens,
+    not 1.96e+04)."""
+    if 1e3 <= abs(x) < 1e9:
+        places = digits - len(str(int(abs(x))))
+        return str(int(round(x, places))) if places <= 0 else f"{x:.{places}f}"
+    return f"{x:.{digits}g}"
 
 
 def _rule_lines(view: ClaimView) -> list[str]:

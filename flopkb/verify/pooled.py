@@ -8,6 +8,13 @@ no such run is fresh, the stale measuring runs speak (flagged `stale`). When eve
 pooled verdict is theirs (`confirmed (2/2 runs)`); when they differ it is `disagreeing`, with
 each run's verdict listed. Where nothing measured, the newest record's verdict stands (error,
 not-run, not-applicable).
+
+The pooled figure: the rounds of every run that speaks, merged as one measurement by the rule
+that merges one run's rounds (`flopkb.verify.rounds`: the median of the values, the band
+[min low, max high]) and judged again by the experiment's own `judge` against the claim's current
+magnitude. Its interval covers the spread between runs (processes, machines) as one run's covers
+the spread between its rounds: the committed H200 runs show a run's value leaving another run's
+band, and no number of rounds inside one process closes that (docs/verify.md, "Rounds").
 """
 
 from __future__ import annotations
@@ -16,10 +23,42 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from flopkb.model import EvidenceRecord
+from flopkb.model import EvidenceRecord, Measured
 
 MEASURING = frozenset({"confirmed", "refuted", "inconclusive"})
 DISAGREEING = "disagreeing"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """The runs' rounds merged and judged again: the pooled interval and its verdict."""
+
+    verdict: str
+    measured: Measured
+    runs: int
+    rounds: int
+
+    def text(self) -> str:
+        """`11.8x [11.7, 11.9], 9 rounds of 3 runs: confirmed`."""
+        m = self.measured
+        unit = m.unit if m.unit in ("x", "%") else f" {m.unit}" if m.unit else ""
+        band = f" [{_num(m.low)}, {_num(m.high)}]"
+        runs = "run" if self.runs == 1 else "runs"
+        return (f"{_num(m.value)}{unit}{band}, {self.rounds} rounds of {self.runs} {runs}: "
+                f"{self.verdict}")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "measured": self.measured.model_dump(mode="json"),
+                "runs": self.runs, "rounds": self.rounds}
+
+
+def _num(x: float | None) -> str:
+    """Three significant digits, never in exponent form (`19700`, not `1.97e+04`)."""
+    if x is None:
+        return "open"
+    if abs(x) >= 999.5:
+        return str(int(round(x, 3 - len(str(round(abs(x)))))))
+    return f"{x:.3g}"
 
 
 @dataclass(frozen=True)
@@ -29,6 +68,7 @@ class Pooled:
     verdict: str
     runs: list[EvidenceRecord] = field(default_factory=list)
     stale: bool = False
+    figure: Figure | None = None
 
     @property
     def measuring(self) -> list[EvidenceRecord]:
@@ -40,7 +80,13 @@ class Pooled:
 
     @property
     def implementation_sensitive(self) -> bool:
-        return any(ev.implementation_sensitive for ev in self.runs)
+        """Whether the runs that judged several implementations found them to differ. Runs that
+        store rounds (schema 4) decide it when there are any: their rule counts only verdicts
+        that differ beyond the spread of the rounds (confirmed beside refuted), where a one-round
+        run counted any difference."""
+        judged = [ev for ev in self.runs if len(ev.judgements) > 1]
+        with_rounds = [ev for ev in judged if ev.rounds]
+        return any(ev.implementation_sensitive for ev in (with_rounds or judged))
 
     def text(self) -> str:
         """`confirmed (2/2 runs)`, `disagreeing (confirmed, refuted)`, `error`."""
@@ -60,6 +106,7 @@ class Pooled:
             "runs": len(self.measuring),
             "agreeing": self.agreeing if self.measuring else 0,
             "stale": self.stale,
+            "pooled": self.figure.as_dict() if self.figure else None,
             "per_run": [{"evidence": ev.id, "verdict": ev.verdict.value,
                          "timestamp": ev.timestamp.isoformat().replace("+00:00", "Z"),
                          "implementation_sensitive": ev.implementation_sensitive,
@@ -84,8 +131,42 @@ def _stale_ids(kb: Any, records: list[EvidenceRecord]) -> set[str]:
     return out
 
 
-def pool(records: list[EvidenceRecord], stale: set[str]) -> Pooled:
-    """The pooled verdict of one (claim, accelerator)'s records."""
+def figure(kb: Any, runs: list[EvidenceRecord]) -> Figure | None:
+    """The pooled figure of `runs` (one claim, one accelerator) from those that store their rounds
+    (schema 4; older runs keep one merged measurement and stay out): None unless at least two
+    do, all measured the same experiment under the same conditions, and the experiment's judge
+    reads their merged rounds."""
+    from flopkb.verify.rederive import claim_magnitude, judge_stored
+    from flopkb.verify.rounds import merge_rounds
+
+    runs = [ev for ev in runs if ev.rounds]
+    if len(runs) < 2:
+        return None
+    first = runs[0]
+    if any(ev.experiment != first.experiment or dict(ev.conditions) != dict(first.conditions)
+           for ev in runs):
+        return None
+    mag = claim_magnitude(kb, first)
+    if mag is None:
+        return None
+    rounds = [r.model_dump(mode="json") for ev in runs for r in ev.rounds]
+    try:
+        data, sweep = merge_rounds(rounds)
+        judged = judge_stored(first, data, sweep, mag)
+    except Exception:
+        # stored numbers the judge cannot read together (rederive reports per record): no figure
+        return None
+    if judged.measured is None or judged.measured.value is None:
+        return None
+    six = lambda x: None if x is None else float(f"{x:.6g}")  # noqa: E731  (as evidence stores)
+    m = judged.measured
+    measured = Measured(value=six(m.value), low=six(m.low), high=six(m.high), unit=judged.unit,
+                        what=judged.what or None)
+    return Figure(judged.verdict, measured, len(runs), len(rounds))
+
+
+def pool(records: list[EvidenceRecord], stale: set[str], kb: Any = None) -> Pooled:
+    """The pooled verdict of one (claim, accelerator)'s records (with `kb`, its figure too)."""
     newest_first = sorted(records, key=lambda ev: (ev.timestamp, ev.id), reverse=True)
     measuring = [ev for ev in newest_first if ev.verdict.value in MEASURING]
     if not measuring:
@@ -94,30 +175,32 @@ def pool(records: list[EvidenceRecord], stale: set[str]) -> Pooled:
     runs = fresh or measuring
     verdicts = {ev.verdict.value for ev in runs}
     verdict = verdicts.pop() if len(verdicts) == 1 else DISAGREEING
-    return Pooled(verdict, runs, stale=not fresh)
+    return Pooled(verdict, runs, stale=not fresh,
+                  figure=figure(kb, runs) if kb is not None else None)
 
 
 def pooled(kb: Any, claim: str | None = None,
            keep: Callable[[EvidenceRecord], bool] | None = None
            ) -> dict[tuple[str, str], Pooled]:
     """{(claim, accelerator): Pooled} over the trusted evidence of `kb` (calibrations left out;
-    an unmatched GPU keys as "unknown-gpu"). `keep` narrows the records that may speak.
-    Without `keep`, computed once per state of `kb.records` (graph queries ask per claim)."""
+    an unmatched GPU keys as "unknown-gpu"). `keep` narrows the records that may speak (and
+    leaves the figures out: validate's rules ask for verdicts only). Without `keep`, computed
+    once per state of `kb.records` (graph queries ask per claim), figures included."""
     if keep is None:
         key = (id(kb.records), len(kb.records))
         cached = getattr(kb, "_pooled_cache", None)
         if cached is None or cached[0] != key:
-            cached = (key, _pool_all(kb, None))
+            cached = (key, _pool_all(kb, None, figures=True))
             kb._pooled_cache = cached
         every = cached[1]
     else:
-        every = _pool_all(kb, keep)
+        every = _pool_all(kb, keep, figures=False)
     if claim is None:
         return dict(every)
     return {k: v for k, v in every.items() if k[0] == claim}
 
 
-def _pool_all(kb: Any, keep: Callable[[EvidenceRecord], bool] | None
+def _pool_all(kb: Any, keep: Callable[[EvidenceRecord], bool] | None, figures: bool
               ) -> dict[tuple[str, str], Pooled]:
     implausible, untrusted = kb.implausible_evidence(), kb.untrusted_evidence()
     groups: dict[tuple[str, str], list[EvidenceRecord]] = {}
@@ -128,4 +211,5 @@ def _pool_all(kb: Any, keep: Callable[[EvidenceRecord], bool] | None
             continue
         groups.setdefault((ev.claim, ev.accelerator or "unknown-gpu"), []).append(ev)
     stale = _stale_ids(kb, [ev for evs in groups.values() for ev in evs])
-    return {key: pool(evs, stale) for key, evs in sorted(groups.items())}
+    return {key: pool(evs, stale, kb if figures else None)
+            for key, evs in sorted(groups.items())}

@@ -133,6 +133,14 @@ def _judge(ev: EvidenceRecord, mod: Any, mag: Any, data: dict[str, Any], sweep: 
     return mod.judge(Measurement(data, sweep, dict(ev.conditions)), mag, dict(ev.conditions))
 
 
+def judge_stored(ev: EvidenceRecord, data: dict[str, Any], sweep: list[Any], mag: Any):
+    """`ev`'s experiment's own judge on stored (merged) numbers under `ev`'s conditions: the
+    reading `rederive` checks a record with, and `flopkb.verify.pooled` pools runs with."""
+    from flopkb.verify.runner import experiment_module
+
+    return _judge(ev, experiment_module(ev.experiment), mag, data, sweep)
+
+
 def _one(ev: EvidenceRecord, index: int, verdict: str, measured: Measured | None, mod: Any,
          mag: Any) -> list[Problem]:
     base: tuple[str | int, ...] = () if index == 0 else ("judgements", index)
@@ -191,6 +199,19 @@ def _calibration(kb: Any, ev: EvidenceRecord) -> list[Problem]:
     return []
 
 
+def claim_magnitude(kb: Any, ev: EvidenceRecord) -> Any:
+    """The current magnitude of the claim `ev` measured, or None when there is nothing to judge
+    against: the claim or experiment is unknown (FKB501 / FKB502 report it) or the claim's
+    magnitude does not parse (the claim row's own finding, rule 5)."""
+    found = kb.claim(ev.claim) if ev.claim else None
+    if found is None or not registry.experiment_exists(ev.experiment):
+        return None
+    try:
+        return parse_magnitude(found[1].magnitude)
+    except MagnitudeError:
+        return None
+
+
 def rederive(kb: Any, ev: EvidenceRecord) -> list[Problem]:
     """Every reason `ev`'s verdicts are not what its stored numbers give (empty: they are)."""
     out = consistency(ev)
@@ -200,14 +221,8 @@ def rederive(kb: Any, ev: EvidenceRecord) -> list[Problem]:
         if top in MEASURING and ev.ceilings.get("origin", "").startswith("measured"):
             out.extend(_calibration(kb, ev))
         return out
-    found = kb.claim(ev.claim)
-    if found is None or not registry.experiment_exists(ev.experiment):
-        # FKB501 / FKB502 report these; there is nothing to judge against
-        return out
-    try:
-        mag = parse_magnitude(found[1].magnitude)
-    except MagnitudeError:
-        # the claim row's own finding (rule 5) reports it
+    mag = claim_magnitude(kb, ev)
+    if mag is None:
         return out
     from flopkb.verify.runner import experiment_module
 

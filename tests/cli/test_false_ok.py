@@ -115,7 +115,7 @@ def test_deleting_the_evidence_behind_a_measured_row_fails_changed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     repo = bundled_repo(tmp_path)
-    assert len(BACKING) == 2
+    assert len(BACKING) >= 2  # every run of the claim on the H200
     git(repo, "rm", "-q", *BACKING)
     monkeypatch.chdir(repo)
     rc, data = changed_json()

@@ -180,3 +180,35 @@ def test_the_runner_draws_one_picture_per_claim_named_like_its_evidence(tmp_path
     broken = runner._safe_plot(session, record, {"kind": "lines", "x": "no_such_column",
                                                   "series": {"SSD": "ssd_ms"}})
     assert broken.artifacts == [] and "plot_error" in broken.statistics
+
+
+def test_each_claim_of_one_experiment_shows_its_own_quantity() -> None:
+    """scan-benchmark judges the crossover on t(attention)/t(scan) and the speed-up on
+    t(pytorch)/t(scan): `measure_by_kind` picks the lower panel per claim (the speed-up's picture
+    once showed the attention ratio under a 40x claim line)."""
+    rows = [dict(r, pytorch_ratio=10.0 + i, pytorch_ratio_low=9.0 + i, pytorch_ratio_high=11.0 + i)
+            for i, r in enumerate(ROWS)]
+    spec = dict(SPEC, measure_by_kind={"crossover": "ratio", "ratio": "pytorch_ratio"})
+    speedup = ClaimView(
+        claim="selective-ssm-scan/fused-scan-vs-pytorch", experiment="scan-benchmark", gpu="G",
+        accelerator=None, verdict="refuted",
+        expected={"text": "up to 20-40x", "kind": "ratio", "low": None, "high": 40.0,
+                  "condition": {}},
+        measured={"value": 15.0, "low": 14.0, "high": 16.0, "unit": "x",
+                  "what": "t(unfused PyTorch scan) / t(fused scan), largest over L"})
+    for view, want in ((speedup, [10.0 + i for i in range(len(ROWS))]),
+                       (CROSSOVER, [r["ratio"] for r in ROWS])):
+        fig = plots.figure(spec, rows, view)
+        try:
+            measure = fig.axes[1]
+            series = next(c for c in measure.containers if isinstance(c, ErrorbarContainer))
+            assert list(series.lines[0].get_ydata()) == pytest.approx(want)
+        finally:
+            plt.close(fig)
+
+
+@pytest.mark.parametrize(("value", "text"), [(19577.8, "19600"), (999.0, "999"),
+                                             (1234.5, "1230"), (0.0123, "0.0123"),
+                                             (2.5e10, "2.5e+10")])
+def test_header_figures_never_use_exponents_for_thousands(value: float, text: str) -> None:
+    assert plots._plain_g(value, 3) == text
