@@ -49,6 +49,14 @@ def cpu_gpu(monkeypatch, tmp_path):
 
     monkeypatch.setattr(runner, "gpu_available", lambda: True)
     monkeypatch.setattr(machine, "fingerprint", lambda: {"gpu": "NVIDIA H200", "torch": "x"})
+    # The declared time limits are a GPU's (seconds of device work); here the interpreter runs
+    # the kernels on a 2-core machine that may be busy, so the wall clock would cut sweeps short
+    # or time experiments out (it did, once, beside a CPU hog). What these tests check is the
+    # pipeline, not the limits (tests/unit/test_verify_runner.py checks those): 50x the limits.
+    from flopkb.verify.context import Context
+
+    begin = Context.begin
+    monkeypatch.setattr(Context, "begin", lambda self, limit: begin(self, limit * 50))
     monkeypatch.setattr(timing, "time_cuda", _fake_time_cuda)
     # no CUDA allocator on the CPU: a fixed synthetic footprint for the memory experiment
     monkeypatch.setattr(timing, "memory_mark", lambda: 0)
