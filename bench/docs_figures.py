@@ -956,6 +956,25 @@ def block_cpu_times(src: Sources) -> str:
     )
 
 
+def block_suite_beside_hog(src: Sources) -> str:
+    """The whole test command beside a CPU-bound process (bench/suite_beside_hog.sh)."""
+    path, h = src.json("suite_beside_hog.json")
+    m = h["machine"]
+    parts = []
+    for a in h["attempts"]:
+        runs = a["runs"]
+        ok = sum(1 for r in runs if r["rc"] == 0)
+        walls = ", ".join(f"{r['wall_s'] / 60:.0f}" for r in runs)
+        failed = sorted({t.split("::")[-1] for r in runs for t in r["failed"]})
+        note = f" ({a['note']})" if a.get("note") else ""
+        parts.append(f"at {a['commit'][:7]}{note}: {ok} of {len(runs)} runs passed, {walls} min "
+                     "wall" + (f"; failed: `{'`, `'.join(failed)}`" if failed else ""))
+    return paragraph(
+        f"Beside one CPU-bound process on {m['cpus']} cores ({m['cpu']}), the README's test "
+        "command (`.ci/run` in a fresh clone) three times in a row (`bench/suite_beside_hog.sh`, "
+        f"`{path}`): " + "; ".join(parts) + ".")
+
+
 def block_plan_time(src: Sources) -> str:
     path, t = src.json("cpu_times.json")
     load = t["load_average_before"][0]
@@ -1291,6 +1310,7 @@ def block_ssd_forward(src: Sources) -> str:
 
 BLOCKS: dict[str, Callable[[Sources], str]] = {
     "ssd-forward": block_ssd_forward,
+    "suite-beside-hog": block_suite_beside_hog,
     "model-table": block_model_table,
     "model-claims": block_model_claims,
     "run-agreement": block_run_agreement,

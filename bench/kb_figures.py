@@ -132,8 +132,10 @@ def block_graph_status(_: Any = None, root: Path = ROOT) -> str:
         ("unverified", "unverified", None),
         ("stale", "stale", None),
         ("contradicted", "contradicted", "accelerators"),
+        ("disagreeing runs", "disagreeing", "accelerators"),
         ("implementation-sensitive", "implementation_sensitive", "accelerators"),
         ("not applicable", "not_applicable", "accelerators"),
+        ("not verified by design", "not_verifiable", None),
     )
     for title, key, where in sections:
         rows = result[key]

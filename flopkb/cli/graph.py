@@ -375,10 +375,11 @@ def status(ctx: typer.Context, fmt: FormatOption = OutputFormat.text) -> None:
     section(
         "disagreeing runs",
         result["disagreeing"],
-        ["claim", "on", "runs"],
+        ["claim", "on", "runs", "pooled over the runs' rounds"],
         lambda r: [r["claim"], ", ".join(r["accelerators"]),
                    "; ".join(f"{e['evidence']}: {e['verdict']}"
-                             for a in r["accelerators"] for e in r["runs"][a])],
+                             for a in r["accelerators"] for e in r["runs"][a]),
+                   "; ".join(r["pooled"].get(a) or "-" for a in r["accelerators"])],
     )
     section(
         "implementation-sensitive",
@@ -391,6 +392,12 @@ def status(ctx: typer.Context, fmt: FormatOption = OutputFormat.text) -> None:
         result["not_applicable"],
         ["claim", "on"],
         lambda r: [r["claim"], ", ".join(r["accelerators"])],
+    )
+    section(
+        "not verified by design",
+        result["not_verifiable"],
+        ["claim", "why"],
+        lambda r: [r["claim"], r["reason"]],
     )
     print_kb(ctx)
 

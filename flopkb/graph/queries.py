@@ -247,7 +247,9 @@ def affects(kg: KBGraph, ident: str, via_specs: bool = True) -> dict[str, Any]:
 def latest_verdicts(kg: KBGraph, claim: str) -> dict[str, dict[str, Any]]:
     """accelerator id -> `claim`'s pooled verdict there (`flopkb.verify.pooled`: every trusted,
     fresh run; `disagreeing` when they differ): `{"verdict", "text", "evidence", "timestamp",
-    "implementation_sensitive", "runs"}`, `evidence` and `timestamp` the newest run's; evidence
+    "implementation_sensitive", "sensitive_evidence", "pooled", "pooled_text", "runs"}`,
+    `evidence` and `timestamp` the newest run's, `sensitive_evidence` the runs whose flag counts,
+    `pooled` the runs' rounds merged and judged again (flopkb.verify.pooled.Figure); evidence
     naming no accelerator keys as "?".
     """
     from flopkb.verify.pooled import pooled
@@ -261,6 +263,9 @@ def latest_verdicts(kg: KBGraph, claim: str) -> dict[str, dict[str, Any]]:
             "evidence": newest.id,
             "timestamp": newest.timestamp.isoformat().replace("+00:00", "Z"),
             "implementation_sensitive": p.implementation_sensitive,
+            "sensitive_evidence": [ev.id for ev in p.sensitive_runs],
+            "pooled": p.figure.as_dict() if p.figure else None,
+            "pooled_text": p.figure.text() if p.figure else None,
             "runs": p.as_dict()["per_run"],
         }
     return {acc: out[acc] for acc in sorted(out)}
@@ -525,8 +530,13 @@ def status(kg: KBGraph) -> dict[str, Any]:
     stale: claims whose newest evidence ran kernel sources that changed since (verify decides).
     contradicted: the latest measuring evidence on some accelerator refuted the claim.
     implementation_sensitive: that evidence's verdict changed with the implementation that ran.
+    disagreeing: runs on one part gave different verdicts (with the pooled figure of their rounds).
+    not_verifiable: rows verify does not judge everywhere by their own link (`not_applicable`
+    reason, `judged_on` parts), with the reason.
     """
-    unverified, contradicted, sensitive, disagreeing = [], [], [], []
+    from flopkb.claims import not_verifiable
+
+    unverified, contradicted, sensitive, disagreeing, by_design = [], [], [], [], []
     for claim, data in sorted(kg.g.nodes(data=True)):
         if data["kind"] != "claim":
             continue
@@ -542,11 +552,17 @@ def status(kg: KBGraph) -> dict[str, Any]:
         touchy = sorted(a for a, v in current.items() if v["implementation_sensitive"])
         if touchy:
             sensitive.append({"claim": _bare(claim), "accelerators": touchy,
-                              "evidence": [current[a]["evidence"] for a in touchy]})
+                              "evidence": [e for a in touchy
+                                           for e in current[a]["sensitive_evidence"]]})
         split = {a: v for a, v in current.items() if v["verdict"] == "disagreeing"}
         if split:
             disagreeing.append({"claim": _bare(claim), "accelerators": sorted(split),
-                                "runs": {a: split[a]["runs"] for a in sorted(split)}})
+                                "runs": {a: split[a]["runs"] for a in sorted(split)},
+                                "pooled": {a: split[a]["pooled_text"] for a in sorted(split)}})
+        found = kg.kb.claim(_bare(claim))
+        why = not_verifiable(found[1]) if found else None
+        if why:
+            by_design.append({"claim": _bare(claim), "reason": why})
         refuted = {a: v for a, v in current.items() if v["verdict"] == "refuted"}
         if refuted:
             contradicted.append(
@@ -571,4 +587,5 @@ def status(kg: KBGraph) -> dict[str, Any]:
         "disagreeing": disagreeing,
         "implementation_sensitive": sensitive,
         "not_applicable": [{"claim": c, "accelerators": a} for c, a in not_applicable(kg).items()],
+        "not_verifiable": by_design,
     }

@@ -38,6 +38,9 @@ COLUMNS = (
 # different one, far apart in CIELAB (a test checks): one colour never means two things.
 STATUS_COLOURS = {
     "refuted": "#d62728",
+    # runs on one part gave different verdicts (flopkb.verify.pooled): neither a confirmation nor
+    # a refutation to colour it by
+    "disagreeing": "#17becf",
     "confirmed": "#2ca02c",
     "inconclusive": "#ff7f0e",
     "not applicable": "#bbbbbb",
@@ -105,7 +108,7 @@ def check_canvas(lay: picture.Layout, suffix: str, nodes: int) -> None:
 def claim_status(kg: KBGraph, claim: str, not_applicable: bool = False) -> str:
     """The status a claim is coloured by (a key of STATUS_COLOURS)."""
     verdicts = {v["verdict"] for v in latest_verdicts(kg, claim).values()}
-    for verdict in ("refuted", "confirmed", "inconclusive"):
+    for verdict in ("refuted", "disagreeing", "confirmed", "inconclusive"):
         if verdict in verdicts:
             return verdict
     if not_applicable:

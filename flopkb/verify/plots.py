@@ -23,7 +23,8 @@ experiment modules stay free of plotting code:
 - kind "category": grouped bars of {group: {category: value}} in `categories`.
 - any kind: `measure_by_kind` {magnitude kind: column} names the judged column per claim when one
   experiment judges different claims on different columns (scan-benchmark: the crossover on
-  `ratio`, the speed-up on `pytorch_ratio`).
+  `ratio`, the speed-up on `pytorch_ratio`); `measure_panel: false` draws no second panel (a
+  category chart whose rows sweep nothing: a panel over row numbers would join unrelated points).
 
 A series column `c` gets p10/p90 bars when the rows also hold `c_low`/`c_high`, or, for a time
 `<stem>_ms` (or `ms`), `<stem>_p10_ms`/`<stem>_p90_ms` (or `p10_ms`/`p90_ms`).
@@ -205,7 +206,7 @@ def _measure_column(spec: dict[str, Any], rows: list[dict[str, Any]],
     """The column of the judged quantity per point. An experiment that judges different claims on
     different columns names them by the claim's magnitude kind (`measure_by_kind`), so a claim's
     picture never shows another claim's quantity."""
-    if not rows:
+    if not rows or spec.get("measure_panel") is False:
         return None
     by_kind = spec.get("measure_by_kind") or {}
     kind = ((view.expected if view else None) or {}).get("kind")

@@ -84,9 +84,14 @@ class Pooled:
         store rounds (schema 4) decide it when there are any: their rule counts only verdicts
         that differ beyond the spread of the rounds (confirmed beside refuted), where a one-round
         run counted any difference."""
+        return bool(self.sensitive_runs)
+
+    @property
+    def sensitive_runs(self) -> list[EvidenceRecord]:
+        """The runs whose flag `implementation_sensitive` reads (newest first)."""
         judged = [ev for ev in self.runs if len(ev.judgements) > 1]
         with_rounds = [ev for ev in judged if ev.rounds]
-        return any(ev.implementation_sensitive for ev in (with_rounds or judged))
+        return [ev for ev in (with_rounds or judged) if ev.implementation_sensitive]
 
     def text(self) -> str:
         """`confirmed (2/2 runs)`, `disagreeing (confirmed, refuted)`, `error`."""

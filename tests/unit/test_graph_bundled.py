@@ -69,3 +69,19 @@ def test_a_source_reaches_only_claims_on_the_specs_it_backs() -> None:
         for c in [c[0]] if len(kg.out_by(c, "depends_on")) == 1
     }  # fmt: skip
     assert bf16_only and not (bf16_only & reached)
+
+
+def test_status_names_the_rows_verify_does_not_judge_by_design_and_why() -> None:
+    result = status(bundled())
+    why = {row["claim"]: row["reason"] for row in result["not_verifiable"]}
+    assert why["mamba2-ssd/training-compute-vs-transformer"].startswith("not applicable: ")
+    assert why["flash-attention-2/non-matmul-flop-cost"].startswith("judged on a100")
+
+
+def test_status_names_the_evidence_whose_flag_makes_a_claim_implementation_sensitive() -> None:
+    kg = bundled()
+    for row in status(kg)["implementation_sensitive"]:
+        assert row["evidence"]
+        for eid in row["evidence"]:
+            ev = kg.kb.evidence[eid]
+            assert ev.implementation_sensitive and len(ev.judgements) > 1, eid

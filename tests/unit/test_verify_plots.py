@@ -212,3 +212,19 @@ def test_each_claim_of_one_experiment_shows_its_own_quantity() -> None:
                                              (2.5e10, "2.5e+10")])
 def test_header_figures_never_use_exponents_for_thousands(value: float, text: str) -> None:
     assert plots._plain_g(value, 3) == text
+
+
+def test_a_category_chart_can_ask_for_no_measure_panel() -> None:
+    """non-matmul-cost's rows (fma chain, exp chain) sweep nothing: a second panel over row numbers
+    drew a line from one to the other."""
+    rows = [{"chain": "fma", "ratio": 12.0, "ratio_low": 11.0, "ratio_high": 16.0},
+            {"chain": "exp", "ratio": 42.0, "ratio_low": 41.0, "ratio_high": 49.0}]
+    spec = {"kind": "category", "xlabel": "", "ylabel": "ratio",
+            "categories": {"ratio": {"fma": 12.0, "exp": 42.0}}, "logy": False}
+    for panel, axes in ((None, 2), (False, 1)):
+        fig = plots.figure({**spec, **({} if panel is None else {"measure_panel": panel})}, rows,
+                           BAND)
+        try:
+            assert len(fig.axes) == axes
+        finally:
+            plt.close(fig)

@@ -100,7 +100,9 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     if sheet is not None:
         bars["datasheet tensor_to_simt_ratio"] = sheet
     plot = {"kind": "category", "xlabel": "", "ylabel": "matmul FLOP/s / non-matmul FLOP/s",
-            "categories": {"ratio": bars}, "logy": False}
+            "categories": {"ratio": bars}, "logy": False,
+            # the bars are the measurement; the rows (fma, exp) sweep nothing to draw a line over
+            "measure_panel": False}
     return Measurement(data, rows, dict(cond), plot)
 
 

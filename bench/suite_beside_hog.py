@@ -1,0 +1,65 @@
+"""Collect bench/suite_beside_hog.sh runs into bench/results/suite_beside_hog.json.
+
+    python bench/suite_beside_hog.py DIR [DIR ...] [--out bench/results/suite_beside_hog.json]
+
+Each DIR is one attempt (three runs of .ci/run at one commit beside a CPU hog): its summary.txt
+gives the commit, each run's exit status, wall time and pytest's last line; its logs give the
+names of the tests that failed. The machine is this one (where the runs were made).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import sys
+from pathlib import Path
+
+RUN = re.compile(r"run (\d+) rc (\d+) wall (\d+) s: =* (.*?) =*$")
+
+
+def attempt(folder: Path) -> dict:
+    lines = (folder / "summary.txt").read_text(encoding="utf-8").splitlines()
+    head = re.search(r"rev (\w+) start (\S+)", lines[0])
+    runs = []
+    for line in lines[1:]:
+        m = RUN.match(line)
+        if not m:
+            continue
+        log = (folder / f"log{m.group(1)}.txt").read_text(encoding="utf-8", errors="replace")
+        failed = sorted(set(re.findall(r"^FAILED (\S+)", log, re.M)))
+        runs.append({"run": int(m.group(1)), "rc": int(m.group(2)),
+                     "wall_s": int(m.group(3)), "pytest": m.group(4), "failed": failed})
+    return {"commit": head.group(1), "started": head.group(2), "runs": runs}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("dirs", nargs="+", type=Path)
+    ap.add_argument("--note", action="append", default=[],
+                    help="DIR=TEXT: what else ran beside that attempt (repeatable)")
+    ap.add_argument("--out", type=Path,
+                    default=Path(__file__).resolve().parent / "results" / "suite_beside_hog.json")
+    args = ap.parse_args(argv)
+    model = next((line.split(":", 1)[1].strip() for line in
+                  Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")),
+                 platform.processor()) if Path("/proc/cpuinfo").exists() else platform.processor()
+    data = {"machine": {"cpus": os.cpu_count(), "cpu": model, "python": sys.version.split()[0],
+                        "platform": platform.platform()},
+            "command": "bash bench/suite_beside_hog.sh DIR (one `python3 -c 'while True: pass'` "
+                       "beside three runs of .ci/run)",
+            "attempts": [attempt(d) for d in args.dirs]}
+    notes = dict(n.split("=", 1) for n in args.note)
+    for folder, entry in zip(args.dirs, data["attempts"], strict=True):
+        if str(folder) in notes:
+            entry["note"] = notes[str(folder)]
+    tmp = args.out.with_name(args.out.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
