@@ -117,6 +117,31 @@ def claimed_interval(
     return lo, hi
 
 
+def best_case(magnitude: Any) -> bool:
+    """Whether a ratio magnitude is an `up to R` figure: the best case the claim says is reached
+    (not a ceiling such as `<= R`, which the parser also reads as an upper bound)."""
+    return (getattr(magnitude, "kind", None) == "ratio" and magnitude.bound == "upper"
+            and str(magnitude.text).strip().lower().startswith("up to")
+            and bool(magnitude.figures))
+
+
+def claimed_ratio_interval(magnitude: Any) -> tuple[float | None, float | None]:
+    """`claimed_interval` of a ratio magnitude. `up to R` (and `up to R1-R2`) claims its best case
+    reaches R: judged as the figure it writes (`up to 6x` as `6x`, `up to 20-40x` as `20-40x`),
+    so a speed-up far below the figure (or a slow-down) does not confirm it; `<= R` stays a
+    ceiling."""
+    if best_case(magnitude):
+        try:
+            lowest = min(float(f.replace(",", "")) for f in magnitude.figures)
+        except ValueError:
+            lowest = None
+        if lowest is not None:
+            # as the figure written: `up to 6x` as `6x`, `up to 20-40x` as `20-40x`
+            bound = "range" if len(magnitude.figures) > 1 else "exact"
+            return claimed_interval(lowest, magnitude.high, bound, magnitude.figures)
+    return claimed_interval(magnitude.low, magnitude.high, magnitude.bound, magnitude.figures)
+
+
 def decide(measured: Interval, lo: float | None, hi: float | None) -> str:
     """Confirmed inside [lo, hi]; refuted when disjoint; inconclusive when straddling."""
     m_lo, m_hi = _lo(measured.low), _hi(measured.high)

@@ -200,3 +200,19 @@ def test_claimed_interval_scales_the_half_unit() -> None:
     lo, hi = claimed_interval(mag.low, mag.high, mag.bound, mag.figures, scale=1e12)
     assert lo == pytest.approx(1978.5e12 / 1.1)
     assert hi == pytest.approx(1979.5e12 * 1.1)
+
+
+@pytest.mark.parametrize(("text", "measured", "verdict"), [
+    ("up to 6x", (0.5, 0.45, 0.55), "refuted"),    # a slow-down never confirms a speed-up claim
+    ("up to 6x", (2.0, 1.9, 2.1), "refuted"),      # far below the best case the claim names
+    ("up to 6x", (5.9, 5.6, 6.2), "confirmed"),
+    ("up to 20-40x", (10.1, 5.9, 11.5), "refuted"),
+    ("up to 20-40x", (25.0, 22.0, 30.0), "confirmed"),
+    ("<= 2x", (0.5, 0.45, 0.55), "confirmed"),     # a ceiling stays a ceiling
+])
+def test_up_to_a_ratio_is_the_best_case_the_claim_names(text, measured, verdict) -> None:
+    from flopkb.verify.experiments._common import judge_ratio
+
+    got = judge_ratio(Interval(*measured), parse_magnitude(text), what="t(a) / t(b)",
+                      qualitative="-")
+    assert got.verdict == verdict, got.criterion

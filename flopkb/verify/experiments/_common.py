@@ -86,7 +86,7 @@ def judge_ratio(primary: Interval, mag: Magnitude | None, *, what: str, unit: st
         verdict = stats.decide_above(primary, threshold)
         return Judgement(primary, unit, what, verdict, qualitative)
     if mag.kind in {"ratio", "value"}:
-        lo, hi = stats.claimed_interval(mag.low, mag.high, mag.bound, mag.figures)
+        lo, hi = stats.claimed_ratio_interval(mag)
         verdict = stats.decide(primary, lo, hi)
         crit = (f"measured interval inside the claimed {mag.text!r} widened to "
                 f"[{_fmt(lo)}, {_fmt(hi)}]")

@@ -227,6 +227,9 @@ def _pick(decl: Experiment, mag: Any) -> Produced | None:
 def _claimed(mag: Any) -> tuple[float | None, float | None]:
     """The claimed interval widened by the tolerance, in the magnitude's own units; an absolute
     figure's half-unit of rounding is taken in the unit it was quoted in ("740" TFLOP/s: 0.5)."""
+    if stats.best_case(mag):
+        # `up to Rx`: the best case the claim says is reached (stats.claimed_ratio_interval)
+        return stats.claimed_ratio_interval(mag)
     figures = tuple(getattr(mag, "figures", ()) or ())
     low, high = mag.low, mag.high
     scale = 1.0
