@@ -697,6 +697,30 @@ def _stability(src: Sources) -> str:
             "run's.")
 
 
+def block_other_verdicts(src: Sources) -> str:
+    """Measured claims outside the A1-D4 table (the kernel-level rows declared later), pooled."""
+    from flopkb.claims import list_claims
+
+    kb, _ = load_kb(src.root)
+    rows = []
+    for r in list_claims(kb):
+        p = src.pooled.get(r["claim"])
+        if r["claim"] in CLAIMS or p is None:
+            continue
+        verdict = p.text()
+        shown = f"**{verdict}**" if verdict.startswith(("refuted", "disagreeing")) else verdict
+        figure = p.figure.text() if p.figure else "-"
+        why = r.get("not_verifiable") or ""
+        rows.append([f"`{r['claim']}`", r["magnitude"], shown, figure, why or "-"])
+    if not rows:
+        return paragraph("No other claim has evidence on this part.")
+    return table(["claim", "magnitude", f"verdict on {ACCELERATOR}", "pooled over the runs' rounds",
+                  "judged where"], rows) + "\n" + paragraph(
+        "Rows declared after the A1-D4 table (their experiments are YAML declarations like the "
+        "rest), pooled over the same runs. Each refutation is of the claim's figure on this part "
+        "with the bundled kernels; docs/verify.md gives each experiment's conditions.")
+
+
 def block_verify_run_docs(src: Sources) -> str:
     f = _run_facts(src)
     return paragraph(
@@ -1310,6 +1334,7 @@ def block_ssd_forward(src: Sources) -> str:
 
 BLOCKS: dict[str, Callable[[Sources], str]] = {
     "ssd-forward": block_ssd_forward,
+    "other-verdicts": block_other_verdicts,
     "suite-beside-hog": block_suite_beside_hog,
     "model-table": block_model_table,
     "model-claims": block_model_claims,

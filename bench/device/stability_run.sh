@@ -22,11 +22,15 @@ export PYTHONPATH="$PWD:/tmp/site" FLOPKB_CACHE_DIR=/tmp/fcache PYTHONUNBUFFERED
 nvidia-smi --query-gpu=name,serial,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv \
   | tee "$OUT/gpu_$run.txt"
 one_verify() {  # $1 = id, $2 = seconds
+  # into the KB's own records/evidence (verify then writes each record's schema header line, as
+  # the bundled records carry it); the tarball holds only the files this run wrote
   local id=$1 s=$(date +%s)
-  timeout "$2" python3 -m flopkb verify --gpu --format json --out "/tmp/ev-$id" \
+  touch "/tmp/start-$id"
+  timeout "$2" python3 -m flopkb verify --gpu --format json \
     > "$OUT/verify_$id.json" 2> "$OUT/verify_$id.log"
   echo "verify $id: exit $?, $(( $(date +%s) - s )) s wall" | tee -a "$OUT/verify_$id.log"
-  tar czf "$OUT/evidence_$id.tgz" -C /tmp "ev-$id"
+  find records/evidence -type f -newer "/tmp/start-$id" -print0 \
+    | tar czf "$OUT/evidence_$id.tgz" --null -T -
 }
 one_verify "$run" $(( $(left) - 20 ))
 for extra in "$@"; do
@@ -40,11 +44,13 @@ for extra in "$@"; do
            --variants q256,q128 --steps 2048 --rounds 3 2>&1 | tail -5
            echo "bwd2k bench: exit $?" ;;
     implall) s=$(date +%s)
+      touch "/tmp/start-$run-impl"
       timeout $(( l - 10 )) python3 -m flopkb verify --gpu --impl all --format json \
-        --claim mamba2-ssd/ssd-vs-attention-16k --out "/tmp/ev-$run-impl" \
+        --claim mamba2-ssd/ssd-vs-attention-16k \
         > "$OUT/verify_$run-impl.json" 2> "$OUT/verify_$run-impl.log"
       echo "verify $run-impl: exit $?, $(( $(date +%s) - s )) s wall" | tee -a "$OUT/verify_$run-impl.log"
-      tar czf "$OUT/evidence_$run-impl.tgz" -C /tmp "ev-$run-impl" ;;
+      find records/evidence -type f -newer "/tmp/start-$run-impl" -print0 \
+        | tar czf "$OUT/evidence_$run-impl.tgz" --null -T - ;;
   esac
 done
 grep -h 'verify\|confirmed\|refuted\|inconclusive\|error' "$OUT"/verify_*.log | tail -60
