@@ -470,16 +470,16 @@ def _interval(m: dict[str, Any]) -> str:
     while digits < 6 and low is not None and high is not None and low != high and \
             f"{low:.{digits}g}" == f"{high:.{digits}g}":
         digits += 1
-    text = f"{_plain_g(value, digits)}{sep}{unit}" if value is not None else "-"
+    text = f"{plain_g(value, digits)}{sep}{unit}" if value is not None else "-"
     if low is not None and high is not None and (low, high) != (value, value):
-        text += f" [{_plain_g(low, digits)}, {_plain_g(high, digits)}] (p10/p90)"
+        text += f" [{plain_g(low, digits)}, {plain_g(high, digits)}] (p10/p90)"
     return text
 
 
-def _plain_g(x: float, digits: int) -> str:
-    """`digits` significant digits, never in exponent form for 1e3 <= |x| < 1e9 (19600 tokens,
-    not 1.96e+04)."""
-    if 1e3 <= abs(x) < 1e9:
+def plain_g(x: float, digits: int) -> str:
+    """`digits` significant digits, never in exponent form for 10**digits - 0.5 <= |x| < 1e9
+    (19600 tokens, not 1.96e+04; 999.5 -> 1000)."""
+    if 10**digits - 0.5 <= abs(x) < 1e9:
         places = digits - len(str(int(abs(x))))
         return str(int(round(x, places))) if places <= 0 else f"{x:.{places}f}"
     return f"{x:.{digits}g}"

@@ -53,12 +53,11 @@ class Figure:
 
 
 def _num(x: float | None) -> str:
-    """Three significant digits, never in exponent form (`19700`, not `1.97e+04`)."""
-    if x is None:
-        return "open"
-    if abs(x) >= 999.5:
-        return str(int(round(x, 3 - len(str(round(abs(x)))))))
-    return f"{x:.3g}"
+    """Three significant digits, never in exponent form (`19600`, not `1.96e+04`), as the
+    evidence pictures print them (plots.plain_g)."""
+    from flopkb.verify.plots import plain_g
+
+    return "open" if x is None else plain_g(x, 3)
 
 
 @dataclass(frozen=True)

@@ -209,9 +209,9 @@ def test_each_claim_of_one_experiment_shows_its_own_quantity() -> None:
 
 @pytest.mark.parametrize(("value", "text"), [(19577.8, "19600"), (999.0, "999"),
                                              (1234.5, "1230"), (0.0123, "0.0123"),
-                                             (2.5e10, "2.5e+10")])
+                                             (2.5e10, "2.5e+10"), (999.5, "1000")])
 def test_header_figures_never_use_exponents_for_thousands(value: float, text: str) -> None:
-    assert plots._plain_g(value, 3) == text
+    assert plots.plain_g(value, 3) == text
 
 
 def test_a_category_chart_can_ask_for_no_measure_panel() -> None:
