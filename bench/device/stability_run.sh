@@ -9,7 +9,8 @@
 #   fwd      bench/kernels_ssd_fwd.py (its arguments from $FWD_ARGS)
 #   bwd2k    bench/kernels_ssd_bwd.py at T=2K (q256, q128 beside mamba_ssm and fla, 3 rounds)
 #   implall  verify --impl all on the A3 claims (the implementation-sensitive example)
-#   verify2  a second verify process (RUN_ID-b)
+#   verify2  another verify process (RUN_ID-b, RUN_ID-c, ... for each one asked)
+# VERIFY_ARGS (e.g. "--record gpu-reduction") narrows every verify process to those claims.
 set -u
 run=${1:?run id}; budget=${2:-560}; shift 2 || shift $#
 t0=$(date +%s)
@@ -26,18 +27,19 @@ one_verify() {  # $1 = id, $2 = seconds
   # the bundled records carry it); the tarball holds only the files this run wrote
   local id=$1 s=$(date +%s)
   touch "/tmp/start-$id"
-  timeout "$2" python3 -m flopkb verify --gpu --format json \
+  timeout "$2" python3 -m flopkb verify --gpu --format json ${VERIFY_ARGS:-} \
     > "$OUT/verify_$id.json" 2> "$OUT/verify_$id.log"
   echo "verify $id: exit $?, $(( $(date +%s) - s )) s wall" | tee -a "$OUT/verify_$id.log"
   find records/evidence -type f -newer "/tmp/start-$id" -print0 \
     | tar czf "$OUT/evidence_$id.tgz" --null -T -
 }
 one_verify "$run" $(( $(left) - 20 ))
+again=(b c d e f g h)
 for extra in "$@"; do
   l=$(left)
   [ "$l" -gt 60 ] || { echo "skipped $extra: ${l} s left"; continue; }
   case $extra in
-    verify2) one_verify "$run-b" $(( l - 20 )) ;;
+    verify2) one_verify "$run-${again[0]}" $(( l - 20 )); again=("${again[@]:1}") ;;
     fwd) timeout $(( l - 10 )) python3 bench/kernels_ssd_fwd.py --out "$OUT/ssd_fwd_$run.json" \
            ${FWD_ARGS:-} > "$OUT/ssd_fwd_$run.log" 2>&1; echo "fwd bench: exit $?" ;;
     bwd2k) timeout $(( l - 10 )) python3 bench/kernels_ssd_bwd.py --out "$OUT/ssd_bwd_2k_$run.json" \

@@ -13,12 +13,14 @@ from flopkb.findings import Finding, Severity
 from flopkb.model import EvidenceRecord
 from flopkb.verify import registry
 from flopkb.verify.hashing import stale_evidence
-from flopkb.verify.rederive import INCONSISTENT, LEGACY, MISMATCH, MISSING
+from flopkb.verify.rederive import INCONSISTENT, LEGACY, MEASURING, MISMATCH, MISSING
 
 UNKNOWN_CLAIM = rule("FKB501", Severity.error, "evidence names a claim that does not exist")
 UNKNOWN_EXPERIMENT = rule("FKB502", Severity.error, "evidence names an unknown experiment")
 NO_HASHES = rule("FKB503", Severity.error, "evidence carries no kernel source hashes")
-STALE = rule("FKB504", Severity.warning, "evidence is stale: its kernel sources changed since")
+STALE = rule("FKB504", Severity.warning,
+             "evidence is stale: its kernel sources or its experiment's judge revision changed "
+             "since")
 UNKNOWN_ACCELERATOR = rule("FKB505", Severity.error,
                            "evidence names an accelerator that is not an accelerator record")
 CLAIM_EXPERIMENT = rule("FKB506", Severity.warning,
@@ -34,6 +36,9 @@ LEGACY_UNREADABLE = rule("FKB512", Severity.warning,
 INCONSISTENT_VERDICT = rule("FKB513", Severity.error,
                             "evidence's verdict, measured value or implementation-sensitive "
                             "flag disagrees with its judgements")
+OWN_JUDGE = rule("FKB517", Severity.info,
+                 "evidence's verdict is not re-derived: the KB's own hook judges it, and "
+                 "validate never runs the KB's code")
 MISSING_ARTIFACT = rule("FKB514", Severity.error,
                         "evidence lists an artifact that is not a file beside it in the KB")
 BY_PROBLEM = {MISMATCH: NOT_REDERIVED, MISSING: NO_MEASUREMENT, LEGACY: LEGACY_UNREADABLE,
@@ -109,6 +114,15 @@ def _one_evidence(ctx: CheckContext, eid: str, ev: EvidenceRecord) -> Iterator[F
         yield ctx.finding(UNKNOWN_EXPERIMENT, eid, ("experiment",),
                           f"no experiment {ev.experiment!r} (bundled or in the KB's experiments/)",
                           hint=f"known: {', '.join(sorted(catalogue.experiments))}")
+    elif ev.claim is not None and ev.verdict.value in MEASURING:
+        info = catalogue.get(ev.experiment)
+        if info.hook is not None and not info.module:
+            yield ctx.finding(OWN_JUDGE, eid, ("verdict",),
+                              f"{ev.experiment!r} is judged by the KB's hook {info.hook!r}: "
+                              "its verdicts are taken as written",
+                              hint="sign evidence (`verify --sign-key`, `validate "
+                              "--require-signed`) to trust who wrote it, or declare the "
+                              "experiment without a hook so validate can re-derive it")
     if not ev.kernel_hashes:
         yield ctx.finding(NO_HASHES, eid, ("kernel_hashes",),
                           "kernel_hashes is empty: the evidence cannot say what it ran")
@@ -122,8 +136,12 @@ def _stale_and_links(ctx: CheckContext) -> Iterator[Finding]:
     """FKB504 (stale kernels) and FKB507 (a claim row links to no experiment)."""
     kb = ctx.kb
     for stale in stale_evidence(kb):
-        yield ctx.finding(STALE, stale.evidence, ("kernel_hashes",),
-                          f"kernel sources of {stale.experiment!r} changed since this evidence "
+        what = ("the judging rule" if stale.judge and not (stale.changed or stale.added
+                                                           or stale.removed)
+                else "kernel sources")
+        yield ctx.finding(STALE, stale.evidence,
+                          ("judge_revision",) if what == "the judging rule" else ("kernel_hashes",),
+                          f"{what} of {stale.experiment!r} changed since this evidence "
                           f"({stale.describe()})",
                           hint="run `flopkb verify --gpu --claim ...` again on this accelerator")
     for rec in kb.classes.values():

@@ -89,6 +89,10 @@ class EvidenceRecord(RecordBase):
         "disagree",
     )
     kernel_hashes: dict[str, str] = Field(description="kernel source path -> sha256")
+    judge_revision: int = Field(
+        default=1, ge=1, le=1_000_000,
+        description="the experiment's judge_revision this verdict was read under (absent: 1)",
+    )
     machine: dict[str, Any]
     conditions: dict[str, Any] = Field(default_factory=dict)
     statistics: dict[str, Any] = Field(default_factory=dict, description="raw timing statistics")

@@ -142,6 +142,13 @@ class Experiment(Strict):
     criterion: NonEmpty
     sweep: NonEmpty = "none"
     time_limit_s: float = Field(default=60.0, gt=0, le=3600)
+    # Evidence records the revision it was judged under; raising it stales that evidence rather
+    # than letting re-derivation call a verdict read by the old rule a forgery.
+    judge_revision: int = Field(
+        default=1, ge=1, le=1_000_000,
+        description="raise it when the way a verdict is read changes (reading point, criterion, "
+        "tolerance): evidence judged under another revision is stale, not re-derived",
+    )
     # `verify --gpu` runs the `kernels` suite unless `--suite` names others: the model-level
     # serving experiments (`models`) take minutes each and would push the default run past 10
     suite: Identifier = Field(

@@ -347,5 +347,6 @@ def _one(root: Path, path: Path, display: str, bundled: bool):
         kernels=tuple(exp.kernels) or _callable_folders(exp),
         measures=exp.measures, criterion=exp.criterion, sweep=exp.sweep,
         time_limit_s=exp.time_limit_s, needs=tuple(exp.needs), sides=sides, hook=exp.hook,
-        suite=exp.suite, declaration=exp, origin=root, file=display)
+        suite=exp.suite, judge_revision=exp.judge_revision, declaration=exp, origin=root,
+        file=display)
     return findings, info

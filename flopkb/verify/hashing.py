@@ -88,16 +88,21 @@ def current_hashes(
 
 @dataclass(frozen=True)
 class Staleness:
-    """Why one evidence record no longer describes the kernels in the KB."""
+    """Why one evidence record no longer describes the kernels in the KB, or no longer the rule
+    its experiment reads a verdict by."""
 
     evidence: str
     experiment: str
     changed: tuple[str, ...]
     added: tuple[str, ...]
     removed: tuple[str, ...]
+    # (recorded, current) judge_revision when the experiment's judging rule changed since
+    judge: tuple[int, int] | None = None
 
     def describe(self) -> str:
         parts = []
+        if self.judge:
+            parts.append(f"judge revision {self.judge[0]} -> {self.judge[1]}")
         for label, paths in (("changed", self.changed), ("added", self.added),
                              ("removed", self.removed)):
             if paths:
@@ -113,8 +118,28 @@ def compare(recorded: dict[str, str], now: dict[str, str]) -> tuple[tuple[str, .
     return changed, added, removed
 
 
+def judge_changed(kb_root: Path | None, ev) -> tuple[int, int] | None:
+    """(recorded, current) judge_revision of `ev`'s experiment when they differ, else None
+    (also None for an experiment the KB does not declare: FKB502 reports that)."""
+    catalogue = registry.for_kb(kb_root)
+    if not catalogue.exists(ev.experiment):
+        return None
+    now = catalogue.get(ev.experiment).judge_revision
+    return None if ev.judge_revision == now else (ev.judge_revision, now)
+
+
+def staleness(kb_root: Path | None, ev, hashes_now: dict[str, str]) -> Staleness | None:
+    """Why `ev` is stale against the kernel hashes `hashes_now` of its experiment and the
+    experiment's current judge revision; None when it is not."""
+    changed, added, removed = compare(dict(ev.kernel_hashes), hashes_now)
+    judge = judge_changed(kb_root, ev)
+    if changed or added or removed or judge:
+        return Staleness(ev.id, ev.experiment, changed, added, removed, judge)
+    return None
+
+
 def stale_evidence(kb) -> list[Staleness]:
-    """Evidence whose experiment's kernel sources changed since it was written.
+    """Evidence whose experiment's kernel sources or judge revision changed since it was written.
 
     Only the newest evidence of each (claim, accelerator) counts: once `verify` has run again,
     the older records are history, superseded rather than stale, and kept without a warning.
@@ -134,7 +159,7 @@ def stale_evidence(kb) -> list[Staleness]:
             continue
         if ev.experiment not in cache:
             cache[ev.experiment] = current_hashes(kb.root, ev.experiment, digests)
-        changed, added, removed = compare(dict(ev.kernel_hashes), cache[ev.experiment])
-        if changed or added or removed:
-            out.append(Staleness(eid, ev.experiment, changed, added, removed))
+        found = staleness(kb.root, ev, cache[ev.experiment])
+        if found:
+            out.append(found)
     return out

@@ -121,16 +121,17 @@ class Pooled:
 
 def _stale_ids(kb: Any, records: list[EvidenceRecord]) -> set[str]:
     from flopkb.verify import registry
-    from flopkb.verify.hashing import compare, current_hashes
+    from flopkb.verify.hashing import current_hashes, staleness
 
     cache: dict[str, dict[str, str]] = {}
     out = set()
+    catalogue = registry.for_kb(kb.root)
     for ev in records:
-        if not registry.experiment_exists(ev.experiment):
+        if not catalogue.exists(ev.experiment):
             continue
         if ev.experiment not in cache:
             cache[ev.experiment] = current_hashes(kb.root, ev.experiment)
-        if any(compare(dict(ev.kernel_hashes), cache[ev.experiment])):
+        if staleness(kb.root, ev, cache[ev.experiment]):
             out.add(ev.id)
     return out
 
@@ -139,11 +140,13 @@ def figure(kb: Any, runs: list[EvidenceRecord]) -> Figure | None:
     """The pooled figure of `runs` (one claim, one accelerator) from those that store their rounds
     (schema 4; older runs keep one merged measurement and stay out): None unless at least two
     do, all measured the same experiment under the same conditions, and the experiment's judge
-    reads their merged rounds."""
+    reads their merged rounds (runs judged under another judge revision stay out)."""
+    from flopkb.verify.hashing import judge_changed
     from flopkb.verify.rederive import claim_magnitude, judge_stored
     from flopkb.verify.rounds import merge_rounds
 
-    runs = [ev for ev in runs if ev.rounds]
+    # runs read under an earlier judge revision are not re-read by the current rule
+    runs = [ev for ev in runs if ev.rounds and not judge_changed(kb.root, ev)]
     if len(runs) < 2:
         return None
     first = runs[0]
@@ -156,7 +159,7 @@ def figure(kb: Any, runs: list[EvidenceRecord]) -> Figure | None:
     rounds = [r.model_dump(mode="json") for ev in runs for r in ev.rounds]
     try:
         data, sweep = merge_rounds(rounds)
-        judged = judge_stored(first, data, sweep, mag)
+        judged = judge_stored(kb, first, data, sweep, mag)
     except Exception:
         # stored numbers the judge cannot read together (rederive reports per record): no figure
         return None

@@ -95,6 +95,14 @@ def recheck(kb: Any, kb_root: Path | None, ev: EvidenceRecord, **run: Any
     jobs = [j for j in jobs if j.experiment == ev.experiment]
     if not jobs:
         raise ValueError(f"{ev.claim} no longer links experiment {ev.experiment!r}")
+    from flopkb.verify.hashing import judge_changed
+
+    changed = judge_changed(kb_root, ev)
+    if changed:
+        raise ValueError(f"{ev.id} was judged under revision {changed[0]} of "
+                         f"{ev.experiment!r}'s judge, which is now at revision {changed[1]}: "
+                         f"its verdict cannot be re-checked by the new rule; "
+                         f"`flopkb verify --gpu --claim {ev.claim}` records a new run")
     impl = "all" if len(ev.judgements) > 1 else "bundled"
     machine, results = runner.run_gpu(kb, kb_root, jobs, impl=impl, write=False, **run)
     mine = [r for r in results or [] if r.claim == ev.claim]

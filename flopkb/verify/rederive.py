@@ -133,12 +133,15 @@ def _judge(ev: EvidenceRecord, mod: Any, mag: Any, data: dict[str, Any], sweep: 
     return mod.judge(Measurement(data, sweep, dict(ev.conditions)), mag, dict(ev.conditions))
 
 
-def judge_stored(ev: EvidenceRecord, data: dict[str, Any], sweep: list[Any], mag: Any):
+def judge_stored(kb: Any, ev: EvidenceRecord, data: dict[str, Any], sweep: list[Any],
+                 mag: Any):
     """`ev`'s experiment's own judge on stored (merged) numbers under `ev`'s conditions: the
-    reading `rederive` checks a record with, and `flopkb.verify.pooled` pools runs with."""
-    from flopkb.verify.runner import experiment_module
-
-    return _judge(ev, experiment_module(ev.experiment), mag, data, sweep)
+    reading `rederive` checks a record with, and `flopkb.verify.pooled` pools runs with. Raises
+    LookupError where `judge_module` has no judge to give."""
+    mod = judge_module(kb.root, ev.experiment)
+    if mod is None:
+        raise LookupError(f"no judge validate may run for {ev.experiment!r}")
+    return _judge(ev, mod, mag, data, sweep)
 
 
 def _one(ev: EvidenceRecord, index: int, verdict: str, measured: Measured | None, mod: Any,
@@ -199,12 +202,28 @@ def _calibration(kb: Any, ev: EvidenceRecord) -> list[Problem]:
     return []
 
 
+def judge_module(kb_root: Any, name: str) -> Any:
+    """What reads experiment `name`'s stored numbers, without running any code of the KB: the
+    bundled hook module, or the declaration-only runner for a hook-less declaration (the KB's
+    own or a bundled one). None for an unknown experiment (FKB502) or one whose hook lives below
+    the KB's kernels/: validate never imports the KB's code (FKB517 says so)."""
+    catalogue = registry.for_kb(kb_root)
+    if not catalogue.exists(name):
+        return None
+    info = catalogue.get(name)
+    if info.hook is not None and not info.module:
+        return None
+    from flopkb.verify.runner import experiment_module
+
+    return experiment_module(name, kb_root)
+
+
 def claim_magnitude(kb: Any, ev: EvidenceRecord) -> Any:
     """The current magnitude of the claim `ev` measured, or None when there is nothing to judge
     against: the claim or experiment is unknown (FKB501 / FKB502 report it) or the claim's
     magnitude does not parse (the claim row's own finding, rule 5)."""
     found = kb.claim(ev.claim) if ev.claim else None
-    if found is None or not registry.experiment_exists(ev.experiment):
+    if found is None or not registry.for_kb(kb.root).exists(ev.experiment):
         return None
     try:
         return parse_magnitude(found[1].magnitude)
@@ -224,9 +243,15 @@ def rederive(kb: Any, ev: EvidenceRecord) -> list[Problem]:
     mag = claim_magnitude(kb, ev)
     if mag is None:
         return out
-    from flopkb.verify.runner import experiment_module
+    from flopkb.verify.hashing import judge_changed
 
-    mod = experiment_module(ev.experiment)
+    if judge_changed(kb.root, ev):
+        # read under an earlier rule: stale (FKB504), not a mismatch with the current judge
+        return out
+    mod = judge_module(kb.root, ev.experiment)
+    if mod is None:
+        # the KB's own hook judges it: not run here (FKB517, a note)
+        return out
     if top in MEASURING:
         out.extend(_one(ev, 0, top, ev.measured, mod, mag))
     for i, j in enumerate(ev.judgements[1:], start=1):

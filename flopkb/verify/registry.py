@@ -50,6 +50,8 @@ class ExperimentInfo:
     hook: str | None = None
     # the suite `verify --suite` selects it by
     suite: str = "kernels"
+    # the declaration's judge_revision: evidence read under another one is stale
+    judge_revision: int = 1
     # the declaration itself, the KB root it came from and its file (as reports show it)
     declaration: Experiment | None = field(default=None, compare=False, repr=False)
     origin: Path | None = field(default=None, compare=False)

@@ -183,10 +183,10 @@ def test_a_crossover_is_read_along_its_axis(toy_root: Path, crossing: int, verdi
     assert judgement.measured.value == pytest.approx(crossing, rel=1e-6)
 
 
-def test_the_example_claim_runs_end_to_end_with_fake_timings(tmp_path: Path) -> None:
-    """The example KB's claim through the runner's GPU path (fake timings, CPU tensors, its
-    Triton kernel through the interpreter): checked, judged, evidence written with the hashes
-    of the KB's own kernels."""
+def example_evidence(tmp_path: Path) -> tuple[Path, Path]:
+    """The example KB copied to `tmp_path` at a tiny point, its claim run through the runner's
+    GPU path (fake timings, CPU tensors, its Triton kernel through the interpreter): the KB root
+    and the one evidence record written, confirmed."""
     root = tmp_path / "kb"
     shutil.copytree(ROOT / "docs" / "examples" / "rmsnorm-kb", root,
                     ignore=shutil.ignore_patterns("__pycache__"))
@@ -212,6 +212,14 @@ def test_the_example_claim_runs_end_to_end_with_fake_timings(tmp_path: Path) -> 
     (result,) = runner._run_job(s, ctx, jobs[0], runner._noop)
     assert result.verdict == "confirmed", result
     (path,) = out.glob("*.yaml")
+    return root, path
+
+
+def test_the_example_claim_runs_end_to_end_with_fake_timings(tmp_path: Path) -> None:
+    """The example KB's claim through the runner's GPU path: checked, judged, evidence written
+    with the hashes of the KB's own kernels."""
+    _, path = example_evidence(tmp_path)
+    out = path.parent
     ev = EvidenceRecord.model_validate(yaml.safe_load(path.read_text()))
     assert ev.claim == "fused-rmsnorm/fused-vs-unfused" and ev.verdict == "confirmed"
     assert set(ev.kernel_hashes) == {"rmsnorm/__init__.py", "rmsnorm/fused.py",

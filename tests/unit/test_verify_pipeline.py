@@ -106,7 +106,7 @@ def _small_reductions(monkeypatch):
     monkeypatch.setattr(determinism, "SWEEP", (2048,))
     monkeypatch.setattr(_scatter, "DEFAULTS", {"elements": 4096, "bins": 64, "repeats": 3})
     monkeypatch.setattr(determinism_overhead, "SWEEP", (2048, 8192))
-    monkeypatch.setattr(determinism_overhead, "LARGE", 8192)
+    monkeypatch.setattr(determinism_overhead, "READ_AT", 8192)
 
 
 @pytest.mark.slow

@@ -72,54 +72,56 @@ def _d3(impl: str, rows: list[dict], n0: int = 16 * M) -> Measurement:
 
 
 def test_d3_reads_gpu_to_gpu_over_run_to_run_at_a_fixed_point():
-    # the claim's point is 16M: below LARGE (64M) the CUB pair is read at 64M, whatever 16M gave
-    rows = [_row(16 * M, 0.9), _row(64 * M, 1.2), _row(256 * M, 0.8)]
+    # the claim's point is 16M: below READ_AT (256M) the CUB pair is read at 256M, whatever the
+    # smaller sizes gave
+    rows = [_row(16 * M, 0.9), _row(64 * M, 0.8), _row(256 * M, 1.2)]
     j = determinism_overhead.judge(_d3("cub", rows), QUAL, {})
-    assert j.verdict == "confirmed" and "64M" in j.what and "claim's point is 16M" in j.what
+    assert j.verdict == "confirmed" and "256M" in j.what and "claim's point is 16M" in j.what
     assert j.measured.value == pytest.approx(1.2)
-    rows = [_row(16 * M, 1.2), _row(64 * M, 0.9)]
+    rows = [_row(16 * M, 1.2), _row(64 * M, 1.6), _row(256 * M, 0.9)]
     assert determinism_overhead.judge(_d3("cub", rows), QUAL, {}).verdict == "refuted"
     # a claim at a larger point is read there
-    rows = [_row(64 * M, 0.9), _row(256 * M, 1.25)]
-    j = determinism_overhead.judge(_d3("cub", rows, n0=256 * M), QUAL, {})
-    assert j.verdict == "confirmed" and "256M" in j.what
+    big = 1024 * M
+    j = determinism_overhead.judge(_d3("cub", [_row(256 * M, 0.9), _row(big, 1.25)], n0=big),
+                                   QUAL, {})
+    assert j.verdict == "confirmed" and "1024M" in j.what
     j = determinism_overhead.judge(_d3("bundled", [_row(16 * M, 1.01, 0.4)]), QUAL, {})
     assert j.verdict == "inconclusive" and "fixed-order" in j.what
 
 
 def test_d3_a_launch_bound_reading_point_is_not_judged_and_never_moves():
-    # the rule once moved to the first larger size events could time (64M in one run, 256M in
-    # the next); now a launch-bound 64M is inconclusive even where 256M would read
-    rows = [_row(16 * M, 1.5, launch_bound=True), _row(64 * M, 1.5, launch_bound=True,
-                                                        host_issue_ms=0.02),
-            _row(256 * M, 1.4)]
+    # judge revision 1 read 64M, launch-bound on one H200 host and not on the other; a
+    # launch-bound 256M is inconclusive, never read at another size instead
+    rows = [_row(16 * M, 1.5), _row(64 * M, 1.5), _row(256 * M, 1.4, launch_bound=True,
+                                                       host_issue_ms=0.3)]
     j = determinism_overhead.judge(_d3("cub", rows), QUAL, {})
-    assert j.verdict == "inconclusive" and "launch-bound" in j.reason and "64M" in j.reason
-    j = determinism_overhead.judge(_d3("cub", [_row(16 * M, 1.5)]), QUAL, {})
+    assert j.verdict == "inconclusive" and "launch-bound" in j.reason and "256M" in j.reason
+    j = determinism_overhead.judge(_d3("cub", [_row(16 * M, 1.5), _row(64 * M, 1.5)]), QUAL, {})
     assert j.verdict == "inconclusive" and "not measured" in j.reason
 
 
-@pytest.mark.parametrize(("ratios", "verdict"), [
-    ((1.24, 1.27), "confirmed"),
-    ((1.05, 1.06), "refuted"),
-    ((1.6, 1.7), "refuted"),
-    # one large size inside, the other far out: the band spans both
-    ((1.25, 1.6), "inconclusive"),
+@pytest.mark.parametrize(("ratio", "verdict"), [
+    (1.27, "confirmed"),
+    (1.06, "refuted"),
+    (1.45, "refuted"),
+    # the band reaches into the claimed range: neither inside nor disjoint
+    (1.34, "inconclusive"),
 ])
-def test_figure_row_reads_the_large_inputs(ratios, verdict):
-    rows = [_row(16 * M, 1.1), _row(64 * M, ratios[0]), _row(256 * M, ratios[1])]
+def test_figure_row_reads_256m_only(ratio, verdict):
+    # 64M far outside the claim changes nothing: the reading point is fixed
+    rows = [_row(16 * M, 1.1), _row(64 * M, 1.9), _row(256 * M, ratio, spread=0.03)]
     j = determinism_overhead.judge(_d3("cub", rows), FIGURE, {})
     assert j.verdict == verdict and j.unit == "%"
-    assert "64M" in j.what and "256M" in j.what
-    assert j.measured.value == pytest.approx(100 * (sum(ratios) / 2 - 1))
+    assert "256M" in j.what and "64M" not in j.what
+    assert j.measured.value == pytest.approx(100 * (ratio - 1))
 
 
-def test_figure_row_skips_launch_bound_and_small_points():
-    rows = [_row(16 * M, 1.9), _row(64 * M, 1.9, launch_bound=True), _row(256 * M, 1.25)]
+def test_figure_row_is_inconclusive_without_its_reading_point():
+    rows = [_row(16 * M, 1.9), _row(64 * M, 1.25), _row(256 * M, 1.25, launch_bound=True)]
     j = determinism_overhead.judge(_d3("cub", rows), FIGURE, {})
-    assert j.verdict == "confirmed" and "64M" not in j.what
+    assert j.verdict == "inconclusive" and "launch-bound" in j.reason
     j = determinism_overhead.judge(_d3("cub", [_row(16 * M, 1.25)]), FIGURE, {})
-    assert j.verdict == "inconclusive" and "no large input" in j.reason
+    assert j.verdict == "inconclusive" and "not measured" in j.reason
 
 
 def test_figure_row_is_not_applicable_to_the_bundled_pair():
