@@ -1,10 +1,13 @@
 """Collect bench/suite_beside_hog.sh runs into bench/results/suite_beside_hog.json.
 
     python bench/suite_beside_hog.py DIR [DIR ...] [--out bench/results/suite_beside_hog.json]
+                                     [--append]
 
 Each DIR is one attempt (three runs of .ci/run at one commit beside a CPU hog): its summary.txt
 gives the commit, each run's exit status, wall time and pytest's last line; its logs give the
-names of the tests that failed. The machine is this one (where the runs were made).
+names of the tests that failed. The machine is this one (where the runs were made). --append keeps
+the attempts already in the output (an earlier session's folders are gone with its machine), each
+with the machine it ran on.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="DIR=TEXT: what else ran beside that attempt (repeatable)")
     ap.add_argument("--out", type=Path,
                     default=Path(__file__).resolve().parent / "results" / "suite_beside_hog.json")
+    ap.add_argument("--append", action="store_true",
+                    help="keep the attempts already in --out and add these after them")
     args = ap.parse_args(argv)
     model = next((line.split(":", 1)[1].strip() for line in
                   Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")),
@@ -53,8 +58,15 @@ def main(argv: list[str] | None = None) -> int:
             "attempts": [attempt(d) for d in args.dirs]}
     notes = dict(n.split("=", 1) for n in args.note)
     for folder, entry in zip(args.dirs, data["attempts"], strict=True):
+        entry["machine"] = data["machine"]
         if str(folder) in notes:
             entry["note"] = notes[str(folder)]
+    if args.append and args.out.is_file():
+        old = json.loads(args.out.read_text(encoding="utf-8"))
+        new = {(a["commit"], a["started"]) for a in data["attempts"]}
+        kept = [{**a, "machine": a.get("machine", old.get("machine"))}
+                for a in old.get("attempts", []) if (a["commit"], a["started"]) not in new]
+        data["attempts"] = kept + data["attempts"]
     tmp = args.out.with_name(args.out.name + ".tmp")
     tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     tmp.replace(args.out)
