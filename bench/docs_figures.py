@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from flopkb.kb import load_files, load_kb
 from flopkb.model import EvidenceRecord, Measured
+from flopkb.verify.experiments.determinism_overhead import READ_AT
 from flopkb.verify.pooled import Pooled, pooled
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -524,15 +525,16 @@ def _d3(e: EvidenceRecord) -> tuple[str, str]:
     also = f"; also {', '.join(rest)} (not judged)" if rest else ""
     return (f"CUB gpu_to_gpu / run_to_run {measured(e)}",
             f"read at {size(read['elements'])} fp32, the fixed reading point (the claim's "
-            f"point or 256M, whichever is larger; judge revision {e.judge_revision}): {state}; "
+            f"point or {size(READ_AT)}, whichever is larger; judge revision {e.judge_revision}): "
+            f"{state}; "
             f"launch-bound here: {', '.join(bound) or 'none'}; event-timed{also}")
 
 
 def _d3_figure(e: EvidenceRecord) -> tuple[str, str]:
-    read = [r for r in judged(e) if r["elements"] == 256 * 2**20]
+    read = [r for r in judged(e) if r["elements"] == READ_AT]
     at = ", ".join(f"{g3((r['ratio'] - 1) * 100)}% at {size(r['elements'])}" for r in read)
     return (f"gpu_to_gpu overhead {measured(e, '%')}",
-            f"CUB, fp32, read at 256M only (1 GiB; judge revision {e.judge_revision}): {at}")
+            f"CUB, fp32, read at {size(READ_AT)} only (judge revision {e.judge_revision}): {at}")
 
 
 NOTES: dict[str, Callable[[EvidenceRecord], tuple[str, str]]] = {

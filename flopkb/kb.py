@@ -70,6 +70,7 @@ class KnowledgeBase:
     _untrusted: tuple[int, int, dict[str, list[Any]]] | None = field(default=None, repr=False)
     # pooled verdicts per state of `records` (flopkb.verify.pooled keeps it here)
     _pooled_cache: Any = field(default=None, repr=False, compare=False)
+    _catalogue: Any = field(default=None, repr=False, compare=False)
 
     def _of(self, cls: type) -> dict[str, Any]:
         # Checks ask for `kb.classes` etc. many times: index by type once per state of `records`.
@@ -115,6 +116,16 @@ class KnowledgeBase:
         if self._implausible is None or self._implausible[:2] != key:
             self._implausible = (*key, implausible_evidence(self))
         return self._implausible[2]
+
+    def catalogue(self) -> Any:
+        """The experiments this KB sees (`flopkb.verify.registry.for_kb`), read once per KB:
+        re-derivation and staleness ask per evidence record, and each `for_kb` call re-stats the
+        declaration and kernel files to validate its cache."""
+        if self._catalogue is None:
+            from flopkb.verify import registry
+
+            self._catalogue = registry.for_kb(self.root)
+        return self._catalogue
 
     def untrusted_evidence(self) -> dict[str, list[Any]]:
         """evidence id -> the `flopkb.verify.rederive.Problem`s of evidence whose verdict does not

@@ -48,10 +48,8 @@ REDERIVE_HINT = ("an evidence record is written by `flopkb verify --gpu`; run it
 
 
 def _catalogue(ctx: CheckContext) -> registry.Catalogue:
-    """The experiments this KB sees, read once per run (every evidence record asks)."""
-    if "catalogue" not in ctx.shared:
-        ctx.shared["catalogue"] = registry.for_kb(ctx.kb.root)
-    return ctx.shared["catalogue"]
+    """The experiments this KB sees, read once per KB (every evidence record asks)."""
+    return ctx.kb.catalogue()
 
 
 @check
@@ -116,7 +114,7 @@ def _one_evidence(ctx: CheckContext, eid: str, ev: EvidenceRecord) -> Iterator[F
                           hint=f"known: {', '.join(sorted(catalogue.experiments))}")
     elif ev.claim is not None and ev.verdict.value in MEASURING:
         info = catalogue.get(ev.experiment)
-        if info.hook is not None and not info.module:
+        if info.runs_kb_code:
             yield ctx.finding(OWN_JUDGE, eid, ("verdict",),
                               f"{ev.experiment!r} is judged by the KB's hook {info.hook!r}: "
                               "its verdicts are taken as written",
@@ -136,11 +134,10 @@ def _stale_and_links(ctx: CheckContext) -> Iterator[Finding]:
     """FKB504 (stale kernels) and FKB507 (a claim row links to no experiment)."""
     kb = ctx.kb
     for stale in stale_evidence(kb):
-        what = ("the judging rule" if stale.judge and not (stale.changed or stale.added
-                                                           or stale.removed)
-                else "kernel sources")
-        yield ctx.finding(STALE, stale.evidence,
-                          ("judge_revision",) if what == "the judging rule" else ("kernel_hashes",),
+        rule_only = stale.judge and not (stale.changed or stale.added or stale.removed)
+        what, where = (("the judging rule", "judge_revision") if rule_only
+                       else ("kernel sources", "kernel_hashes"))
+        yield ctx.finding(STALE, stale.evidence, (where,),
                           f"{what} of {stale.experiment!r} changed since this evidence "
                           f"({stale.describe()})",
                           hint="run `flopkb verify --gpu --claim ...` again on this accelerator")

@@ -47,15 +47,18 @@ def kernels_root(kb_root: Path | None, entry: str | None = None) -> Path | None:
     return None
 
 
-def kernel_files(kb_root: Path | None, experiment: str) -> list[tuple[str, Path]]:
+def kernel_files(kb_root: Path | None, experiment: str,
+                 catalogue: registry.Catalogue | None = None) -> list[tuple[str, Path]]:
     """The kernel source files of `experiment` as (path relative to kernels/, file), sorted.
 
     An entry ending in "/" expands to every kernel source (SOURCE_SUFFIXES) below that folder;
     an entry naming a missing file is kept, so its absence shows as MISSING in the hashes.
     Each entry is looked up in the KB's kernels/ or the bundled ones (`kernels_root`).
+    `catalogue`: the KB's, when the caller has it (`KnowledgeBase.catalogue()`).
     """
     files: dict[str, Path] = {}
-    for entry in registry.for_kb(kb_root).get(experiment).kernels:
+    catalogue = registry.for_kb(kb_root) if catalogue is None else catalogue
+    for entry in catalogue.get(experiment).kernels:
         folder = kernels_dir(kernels_root(kb_root, entry))
         if entry.endswith("/"):
             base = folder / entry
@@ -70,7 +73,8 @@ def kernel_files(kb_root: Path | None, experiment: str) -> list[tuple[str, Path]
 
 
 def current_hashes(
-    kb_root: Path | None, experiment: str, memo: dict[Path, str] | None = None
+    kb_root: Path | None, experiment: str, memo: dict[Path, str] | None = None,
+    catalogue: registry.Catalogue | None = None,
 ) -> dict[str, str]:
     """sha256 of each kernel source `experiment` runs, as they are now ("missing" if absent).
 
@@ -79,7 +83,7 @@ def current_hashes(
     """
     memo = {} if memo is None else memo
     hashes: dict[str, str] = {}
-    for rel, path in kernel_files(kb_root, experiment):
+    for rel, path in kernel_files(kb_root, experiment, catalogue):
         if path not in memo:
             memo[path] = sha256_file(path) if path.is_file() else MISSING
         hashes[rel] = memo[path]
@@ -118,21 +122,22 @@ def compare(recorded: dict[str, str], now: dict[str, str]) -> tuple[tuple[str, .
     return changed, added, removed
 
 
-def judge_changed(kb_root: Path | None, ev) -> tuple[int, int] | None:
-    """(recorded, current) judge_revision of `ev`'s experiment when they differ, else None
-    (also None for an experiment the KB does not declare: FKB502 reports that)."""
-    catalogue = registry.for_kb(kb_root)
+def judge_changed(catalogue: registry.Catalogue, ev) -> tuple[int, int] | None:
+    """(recorded, current) judge_revision of `ev`'s experiment in `catalogue` (the KB's:
+    `KnowledgeBase.catalogue()`) when they differ, else None (also None for an experiment the
+    KB does not declare: FKB502 reports that)."""
     if not catalogue.exists(ev.experiment):
         return None
     now = catalogue.get(ev.experiment).judge_revision
     return None if ev.judge_revision == now else (ev.judge_revision, now)
 
 
-def staleness(kb_root: Path | None, ev, hashes_now: dict[str, str]) -> Staleness | None:
+def staleness(catalogue: registry.Catalogue, ev, hashes_now: dict[str, str]
+              ) -> Staleness | None:
     """Why `ev` is stale against the kernel hashes `hashes_now` of its experiment and the
     experiment's current judge revision; None when it is not."""
     changed, added, removed = compare(dict(ev.kernel_hashes), hashes_now)
-    judge = judge_changed(kb_root, ev)
+    judge = judge_changed(catalogue, ev)
     if changed or added or removed or judge:
         return Staleness(ev.id, ev.experiment, changed, added, removed, judge)
     return None
@@ -155,11 +160,12 @@ def stale_evidence(kb) -> list[Staleness]:
     for eid, ev in sorted(kb.evidence.items()):
         if eid not in current:
             continue
-        if not registry.for_kb(kb.root).exists(ev.experiment):
+        if not kb.catalogue().exists(ev.experiment):
             continue
         if ev.experiment not in cache:
-            cache[ev.experiment] = current_hashes(kb.root, ev.experiment, digests)
-        found = staleness(kb.root, ev, cache[ev.experiment])
+            cache[ev.experiment] = current_hashes(kb.root, ev.experiment, digests,
+                                                  kb.catalogue())
+        found = staleness(kb.catalogue(), ev, cache[ev.experiment])
         if found:
             out.append(found)
     return out

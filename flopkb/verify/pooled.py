@@ -120,18 +120,17 @@ class Pooled:
 
 
 def _stale_ids(kb: Any, records: list[EvidenceRecord]) -> set[str]:
-    from flopkb.verify import registry
     from flopkb.verify.hashing import current_hashes, staleness
 
     cache: dict[str, dict[str, str]] = {}
     out = set()
-    catalogue = registry.for_kb(kb.root)
+    catalogue = kb.catalogue()
     for ev in records:
         if not catalogue.exists(ev.experiment):
             continue
         if ev.experiment not in cache:
-            cache[ev.experiment] = current_hashes(kb.root, ev.experiment)
-        if staleness(kb.root, ev, cache[ev.experiment]):
+            cache[ev.experiment] = current_hashes(kb.root, ev.experiment, None, catalogue)
+        if staleness(catalogue, ev, cache[ev.experiment]):
             out.add(ev.id)
     return out
 
@@ -146,7 +145,7 @@ def figure(kb: Any, runs: list[EvidenceRecord]) -> Figure | None:
     from flopkb.verify.rounds import merge_rounds
 
     # runs read under an earlier judge revision are not re-read by the current rule
-    runs = [ev for ev in runs if ev.rounds and not judge_changed(kb.root, ev)]
+    runs = [ev for ev in runs if ev.rounds and not judge_changed(kb.catalogue(), ev)]
     if len(runs) < 2:
         return None
     first = runs[0]

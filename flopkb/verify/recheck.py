@@ -97,7 +97,7 @@ def recheck(kb: Any, kb_root: Path | None, ev: EvidenceRecord, **run: Any
         raise ValueError(f"{ev.claim} no longer links experiment {ev.experiment!r}")
     from flopkb.verify.hashing import judge_changed
 
-    changed = judge_changed(kb_root, ev)
+    changed = judge_changed(kb.catalogue(), ev)
     if changed:
         raise ValueError(f"{ev.id} was judged under revision {changed[0]} of "
                          f"{ev.experiment!r}'s judge, which is now at revision {changed[1]}: "

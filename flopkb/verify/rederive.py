@@ -18,7 +18,7 @@ from typing import Any
 
 from flopkb.magnitude import MagnitudeError, parse_magnitude
 from flopkb.model import EvidenceRecord, Measured
-from flopkb.verify import registry, stats
+from flopkb.verify import stats
 from flopkb.verify.rounds import merge_rounds
 
 # Verdicts that measured something: only they are re-derived.
@@ -138,7 +138,7 @@ def judge_stored(kb: Any, ev: EvidenceRecord, data: dict[str, Any], sweep: list[
     """`ev`'s experiment's own judge on stored (merged) numbers under `ev`'s conditions: the
     reading `rederive` checks a record with, and `flopkb.verify.pooled` pools runs with. Raises
     LookupError where `judge_module` has no judge to give."""
-    mod = judge_module(kb.root, ev.experiment)
+    mod = judge_module(kb, ev.experiment)
     if mod is None:
         raise LookupError(f"no judge validate may run for {ev.experiment!r}")
     return _judge(ev, mod, mag, data, sweep)
@@ -202,20 +202,17 @@ def _calibration(kb: Any, ev: EvidenceRecord) -> list[Problem]:
     return []
 
 
-def judge_module(kb_root: Any, name: str) -> Any:
+def judge_module(kb: Any, name: str) -> Any:
     """What reads experiment `name`'s stored numbers, without running any code of the KB: the
     bundled hook module, or the declaration-only runner for a hook-less declaration (the KB's
     own or a bundled one). None for an unknown experiment (FKB502) or one whose hook lives below
     the KB's kernels/: validate never imports the KB's code (FKB517 says so)."""
-    catalogue = registry.for_kb(kb_root)
-    if not catalogue.exists(name):
+    catalogue = kb.catalogue()
+    if not catalogue.exists(name) or catalogue.get(name).runs_kb_code:
         return None
-    info = catalogue.get(name)
-    if info.hook is not None and not info.module:
-        return None
-    from flopkb.verify.runner import experiment_module
+    from flopkb.verify.runner import module_of
 
-    return experiment_module(name, kb_root)
+    return module_of(catalogue.get(name), kb.root)
 
 
 def claim_magnitude(kb: Any, ev: EvidenceRecord) -> Any:
@@ -223,7 +220,7 @@ def claim_magnitude(kb: Any, ev: EvidenceRecord) -> Any:
     against: the claim or experiment is unknown (FKB501 / FKB502 report it) or the claim's
     magnitude does not parse (the claim row's own finding, rule 5)."""
     found = kb.claim(ev.claim) if ev.claim else None
-    if found is None or not registry.for_kb(kb.root).exists(ev.experiment):
+    if found is None or not kb.catalogue().exists(ev.experiment):
         return None
     try:
         return parse_magnitude(found[1].magnitude)
@@ -245,10 +242,10 @@ def rederive(kb: Any, ev: EvidenceRecord) -> list[Problem]:
         return out
     from flopkb.verify.hashing import judge_changed
 
-    if judge_changed(kb.root, ev):
+    if judge_changed(kb.catalogue(), ev):
         # read under an earlier rule: stale (FKB504), not a mismatch with the current judge
         return out
-    mod = judge_module(kb.root, ev.experiment)
+    mod = judge_module(kb, ev.experiment)
     if mod is None:
         # the KB's own hook judges it: not run here (FKB517, a note)
         return out

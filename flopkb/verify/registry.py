@@ -58,6 +58,11 @@ class ExperimentInfo:
     file: str = field(default="", compare=False)
 
     @property
+    def runs_kb_code(self) -> bool:
+        """Its hook is a module below the KB's kernels/ (validate never imports one)."""
+        return self.hook is not None and not self.module
+
+    @property
     def module(self) -> str:
         """The bundled hook's module name below `flopkb.verify.experiments` ('' otherwise)."""
         if self.hook and self.hook.startswith(BUNDLED_HOOKS):

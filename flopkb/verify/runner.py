@@ -164,7 +164,11 @@ def unlinked(kb) -> list[str]:
 def experiment_module(name: str, kb_root: Path | None = None):
     """What runs experiment `name`: its hook module (bundled, or a module below the KB's
     kernels/), or the declaration-only runner."""
-    info = catalogue(kb_root).get(name)
+    return module_of(catalogue(kb_root).get(name), kb_root)
+
+
+def module_of(info: registry.ExperimentInfo, kb_root: Path | None):
+    """`experiment_module` for an experiment already looked up."""
     if info.hook is None:
         from flopkb.verify.experiments.generic import DeclaredExperiment
 

@@ -99,3 +99,22 @@ def test_a_calibration_re_derives_from_its_ceilings(kb):
     assert rederive(kb, cal) == []
     broken = _edited(kb, cal.id, ceilings={**cal.ceilings, "bf16_tflops": 5000.0})
     assert [p.kind for p in rederive(kb, broken)] == [MISMATCH]
+
+
+def test_the_catalogue_is_read_once_per_kb_not_per_evidence_record(monkeypatch):
+    """Each `registry.for_kb` call re-stats the KB's declarations and kernel files (its cache
+    key): re-derivation, staleness and pooling of every evidence record ask for the catalogue,
+    so they must share one read, or validate grows by a file scan per record (it did: 669 scans
+    for 131 records)."""
+    from flopkb.verify import pooled, registry
+    from flopkb.verify.hashing import stale_evidence
+
+    fresh, _ = load_kb(bundled_root())
+    calls = []
+    real = registry.for_kb
+    monkeypatch.setattr(registry, "for_kb", lambda root: calls.append(root) or real(root))
+    assert len(fresh.evidence) > 100
+    assert fresh.untrusted_evidence() == {}
+    stale_evidence(fresh)
+    pooled.pooled(fresh)
+    assert len(calls) <= 1
