@@ -210,9 +210,9 @@ def judge_module(kb: Any, name: str) -> Any:
     catalogue = kb.catalogue()
     if not catalogue.exists(name) or catalogue.get(name).runs_kb_code:
         return None
-    from flopkb.verify.runner import module_of
+    from flopkb.verify.runner import experiment_module
 
-    return module_of(catalogue.get(name), kb.root)
+    return experiment_module(name, kb.root, catalogue)
 
 
 def claim_magnitude(kb: Any, ev: EvidenceRecord) -> Any:

@@ -161,14 +161,12 @@ def unlinked(kb) -> list[str]:
     return [n for n in own if n != CALIBRATION and n not in linked]
 
 
-def experiment_module(name: str, kb_root: Path | None = None):
+def experiment_module(name: str, kb_root: Path | None = None,
+                      known: registry.Catalogue | None = None):
     """What runs experiment `name`: its hook module (bundled, or a module below the KB's
-    kernels/), or the declaration-only runner."""
-    return module_of(catalogue(kb_root).get(name), kb_root)
-
-
-def module_of(info: registry.ExperimentInfo, kb_root: Path | None):
-    """`experiment_module` for an experiment already looked up."""
+    kernels/), or the declaration-only runner. `known`: the KB's catalogue, when the caller
+    holds it (re-derivation asks per evidence record)."""
+    info = (catalogue(kb_root) if known is None else known).get(name)
     if info.hook is None:
         from flopkb.verify.experiments.generic import DeclaredExperiment
 

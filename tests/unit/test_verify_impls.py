@@ -87,7 +87,8 @@ def fake_run(tmp_path, monkeypatch):
                                    kernels=(), measures="m", criterion="c", sweep="s",
                                    sides=SIDES)
     monkeypatch.setitem(registry.EXPERIMENTS, "ssd-vs-scan", info)
-    monkeypatch.setattr(runner, "experiment_module", lambda name, kb_root=None: _fake_module())
+    monkeypatch.setattr(runner, "experiment_module",
+                        lambda name, kb_root=None, known=None: _fake_module())
     monkeypatch.setattr(runner, "current_hashes", lambda root, name: {"x.py": "0" * 64})
     jobs, _ = runner.plan(kb, claim="test-class/ssd-scan")
 

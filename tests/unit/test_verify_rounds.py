@@ -111,7 +111,8 @@ def rounds_run(tmp_path, monkeypatch):
                                                                  list, object]:
         calls: list = []
         mod = _fake(ratios, calls)
-        monkeypatch.setattr(runner, "experiment_module", lambda name, kb_root=None: mod)
+        monkeypatch.setattr(runner, "experiment_module",
+                            lambda name, kb_root=None, known=None: mod)
         out = tmp_path / f"ev-{len(list(tmp_path.iterdir()))}"
         out.mkdir()
         s = runner.Session(kb, root, out, "h200-sxm", {"gpu": "NVIDIA H200"}, "test", False,
