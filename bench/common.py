@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import statistics
 import sys
 import time
@@ -75,6 +76,21 @@ def unknown(names: list[str], known: Any, what: str) -> str | None:
     """The usage error for names not in `known` (None: all known)."""
     missing = [n for n in names if n not in known]
     return f"unknown {what} {missing}; known: {list(known)}" if missing else None
+
+
+def device_of(args: argparse.Namespace, script: str) -> str | None:
+    """Where a kernel benchmark runs: `--smoke` on the CPU through the Triton interpreter (set
+    here, before anything imports triton), else a CUDA GPU; None, after one line on stderr, when
+    there is none."""
+    if getattr(args, "smoke", False):
+        os.environ["TRITON_INTERPRET"] = "1"
+        return "cpu"
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    print(f"bench/{script} needs a CUDA GPU (or --smoke)", file=sys.stderr)
+    return None
 
 
 def header(**extra: Any) -> dict[str, Any]:

@@ -47,7 +47,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import comma_list, header, parser, unknown, write_json
+from bench.common import comma_list, device_of, header, parser, unknown, write_json
 
 NAMES = ("u", "delta", "A", "Bm", "Cm", "Dskip", "delta_bias")
 BOUND = 1e-2
@@ -318,17 +318,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--family", choices=sorted(FAMILIES), default="b8",
                     help="b8: B=8, T=4096; paper: B=1, D=1024, N=16, T=2^9..2^19 (App. E.5)")
     args = ap.parse_args(argv)
-    if args.smoke:
-        os.environ.setdefault("TRITON_INTERPRET", "1")
+    args.device = device_of(args, "kernels_scan_bwd.py")
+    if args.device is None:
+        return 2
     import torch
 
     from flopkb.kernelpkg import load_op
     from flopkb.verify.machine import fingerprint
 
-    if not args.smoke and not torch.cuda.is_available():
-        print("bench/kernels_scan_bwd.py needs a CUDA GPU (or --smoke)", file=sys.stderr)
-        return 2
-    args.device = "cpu" if args.smoke else "cuda"
     if args.out is None and os.environ.get("OUT") and not args.smoke:
         # On the lent GPU machine, files under $OUT come back to the caller.
         args.out = Path(os.environ["OUT"]) / "scan_bwd.json"

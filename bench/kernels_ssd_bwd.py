@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import statistics
 import sys
 import time
@@ -42,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import (
     REQUIRED,
     comma_list,
+    device_of,
     header,
     measure_ceilings,
     parser,
@@ -376,18 +376,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bound", type=float, default=BF16_BOUND,
                     help="largest ||g - ref|| / ||ref|| a timed implementation may show")
     args = ap.parse_args(argv)
-    if args.smoke:
-        # Must precede the first triton import (the fingerprint imports it).
-        os.environ["TRITON_INTERPRET"] = "1"
+    # before the first triton import (the fingerprint imports it)
+    device = device_of(args, "kernels_ssd_bwd.py")
+    if device is None:
+        return 2
+    on_gpu = device == "cuda"
     import torch
 
     from flopkb.kernelpkg import load_op
     from flopkb.verify.machine import fingerprint
 
-    on_gpu = torch.cuda.is_available() and not args.smoke
-    if not on_gpu and not args.smoke:
-        print("bench/kernels_ssd_bwd.py needs a CUDA GPU (or --smoke)", file=sys.stderr)
-        return 2
     sizes = SMOKE if args.smoke else FULL
     backward = load_op("ssd", "backward")
     cost = load_op("ssd", "cost")
@@ -413,7 +411,6 @@ def main(argv: list[str] | None = None) -> int:
     ceil = measure_ceilings(quick=True) if on_gpu else None
     results["ceilings"] = ceil
     dtype = torch.float32 if args.smoke else torch.bfloat16
-    device = "cuda" if on_gpu else "cpu"
     for n in dstates:
         for steps in steps_list:
             batch = max(1, sizes["tokens"] // steps)

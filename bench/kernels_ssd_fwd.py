@@ -25,7 +25,6 @@ fingerprint, command, every timing) to --out after every shape, atomically.
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import sys
 import time
@@ -38,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import (
     REQUIRED,
     comma_list,
+    device_of,
     header,
     measure_ceilings,
     parser,
@@ -313,17 +313,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dstates", default="", help="comma list of N")
     ap.add_argument("--steps", default="", help="comma list of T")
     args = ap.parse_args(argv)
-    if args.smoke:
-        os.environ["TRITON_INTERPRET"] = "1"
+    device = device_of(args, "kernels_ssd_fwd.py")
+    if device is None:
+        return 2
+    on_gpu = device == "cuda"
     import torch
 
     from flopkb.kernelpkg import load_op
     from flopkb.verify.machine import fingerprint
 
-    on_gpu = torch.cuda.is_available() and not args.smoke
-    if not on_gpu and not args.smoke:
-        print("bench/kernels_ssd_fwd.py needs a CUDA GPU (or --smoke)", file=sys.stderr)
-        return 2
     sizes = SMOKE if args.smoke else FULL
     names = comma_list(args.configs, str, SMOKE_CONFIGS if args.smoke else CONFIGS)
     error = unknown(names, CONFIGS, "configs")
@@ -349,7 +347,6 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     results["ceilings"] = measure_ceilings(quick=True) if on_gpu else None
     dtype = torch.float32 if args.smoke else torch.bfloat16
-    device = "cuda" if on_gpu else "cpu"
     dstates = comma_list(args.dstates, int, sizes["dstates"])
     steps_list = comma_list(args.steps, int, sizes["steps"])
     for n in dstates:
