@@ -100,7 +100,7 @@ def mla_decode_step(
     if out is not None:
         check("out", out, [batch, heads, v_dim], (dtype,), device)
     cfg = config or default_config(device)
-    splits = num_splits or default_splits(batch, capacity, cfg, device)
+    splits = default_splits(batch, capacity, cfg, device) if num_splits is None else num_splits
     if splits < 1:
         raise ValueError(f"expected num_splits >= 1, got {splits}")
     scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(nope + rope)

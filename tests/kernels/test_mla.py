@@ -142,8 +142,9 @@ def test_wrapper_rejects_bad_arguments(mla, monkeypatch):
             f(**bad)
     with pytest.raises(ValueError, match="expected out of shape"):
         f(**args, out=torch.empty(2, 5, 7))
-    with pytest.raises(ValueError, match="expected num_splits >= 1"):
-        f(**args, num_splits=-1)
+    for splits in (0, -1):
+        with pytest.raises(ValueError, match="expected num_splits >= 1"):
+            f(**args, num_splits=splits)
     monkeypatch.setenv("TRITON_INTERPRET", "0")
     with pytest.raises(ValueError, match="expected CUDA tensors"):
         f(**args)
