@@ -21,9 +21,7 @@ and writes JSON (machine fingerprint, every sample) to --out after every shape.
 
 from __future__ import annotations
 
-import argparse
 import functools
-import json
 import math
 import os
 import statistics
@@ -40,11 +38,11 @@ if "--cpu-smoke" in sys.argv:
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from flopkb.kernelpkg import load_op  # noqa: E402
-from flopkb.verify.machine import fingerprint  # noqa: E402
+from bench.common import header, parser, write_json
+from flopkb.kernelpkg import load_op
+from flopkb.verify.machine import fingerprint
 
 MLA_BENCH, MLA_COST, MLA_STEP = (load_op("mla", m) for m in ("bench", "cost", "step"))
 MLA_REF = load_op("mla", "reference")
@@ -327,10 +325,7 @@ OUT: list[Path] = []
 def flush() -> None:
     """Write what is measured so far (a run cut short keeps its shapes)."""
     for path in OUT:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(RESULTS, indent=1, default=str))
-        tmp.replace(path)
+        write_json(path, RESULTS)
 
 
 def _fmt(ms: float | None) -> str:
@@ -374,14 +369,13 @@ def table(rows: list[dict[str, Any]], gbps: float | None) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, help="JSON results file")
-    parser.add_argument("--quick", action="store_true",
-                        help="2 shapes per section and model, 1 round, 2 MLA configs, 1 MoE one")
-    parser.add_argument("--cpu-smoke", action="store_true",
-                        help="tiny shapes through the Triton interpreter: checks, no timing")
-    parser.add_argument("--sections", default="mla,moe", help="comma list of mla, moe")
-    args = parser.parse_args()
+    ap = parser(__doc__)
+    ap.add_argument("--quick", action="store_true",
+                    help="2 shapes per section and model, 1 round, 2 MLA configs, 1 MoE one")
+    ap.add_argument("--cpu-smoke", action="store_true",
+                    help="tiny shapes through the Triton interpreter: checks, no timing")
+    ap.add_argument("--sections", default="mla,moe", help="comma list of mla, moe")
+    args = ap.parse_args()
     global ROUNDS
     smoke = args.cpu_smoke
     if not smoke and not torch.cuda.is_available():
@@ -393,7 +387,7 @@ def main() -> int:
     if args.out:
         OUT.append(args.out)
     sections = {s.strip() for s in args.sections.split(",") if s.strip()}
-    RESULTS.update(fingerprint=fingerprint(), command=sys.argv, rounds=ROUNDS, smoke=smoke,
+    RESULTS.update(fingerprint=fingerprint(), **header(), rounds=ROUNDS, smoke=smoke,
                    method={"graph": "one CUDA graph over 2 input sets, N replays / 2N calls",
                            "eager": "N back-to-back calls over 2 input sets between 2 events",
                            "budget_ms": BUDGET_MS, "rel_bound": REL_BOUND},
