@@ -101,7 +101,7 @@ def _split_kv_kernel(
     stride_ob, stride_oh,
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_R: tl.constexpr,
     BLOCK_N: tl.constexpr, NUM_SPLITS: tl.constexpr,
-    HAS_LENGTHS: tl.constexpr, HAS_WINDOW: tl.constexpr,
+    HAS_LENGTHS: tl.constexpr,
     DOT_PREC: tl.constexpr, UPCAST: tl.constexpr,
 ):
     pid_bg = tl.program_id(0)
@@ -113,10 +113,8 @@ def _split_kv_kernel(
         seq = tl.minimum(tl.maximum(seq, 0), L)
     else:
         seq = L
-    if HAS_WINDOW:
-        start = tl.maximum(seq - WINDOW, 0)
-    else:
-        start = seq * 0
+    # WINDOW is min(W, L), or L without a window: start is then 0, as seq <= L
+    start = tl.maximum(seq - WINDOW, 0)
     chunk = tl.cdiv(tl.cdiv(seq - start, NUM_SPLITS), BLOCK_N) * BLOCK_N
     lo = start + split * chunk
     hi = tl.minimum(lo + chunk, seq)
@@ -234,13 +232,13 @@ def _check(q: object, k_cache: object, v_cache: object, lengths: object,
         if t.stride(-1) != 1:
             raise ValueError(f"expected {name} with a contiguous last dimension, got strides "
                              f"{t.stride()}")
-    if lengths is not None:
-        if (not isinstance(lengths, torch.Tensor) or lengths.shape != (B,)
-                or lengths.dtype not in LENGTH_DTYPES or lengths.device != q.device):
-            got = ((tuple(lengths.shape), lengths.dtype, lengths.device)
-                   if isinstance(lengths, torch.Tensor) else type(lengths).__name__)
-            raise ValueError(f"expected lengths of shape ({B},), int32 or int64, on {q.device}, "
-                             f"got {got}")
+    if lengths is not None and (
+            not isinstance(lengths, torch.Tensor) or lengths.shape != (B,)
+            or lengths.dtype not in LENGTH_DTYPES or lengths.device != q.device):
+        got = ((tuple(lengths.shape), lengths.dtype, lengths.device)
+               if isinstance(lengths, torch.Tensor) else type(lengths).__name__)
+        raise ValueError(f"expected lengths of shape ({B},), int32 or int64, on {q.device}, "
+                         f"got {got}")
     if window is not None and (isinstance(window, bool) or not isinstance(window, int)
                                or window < 1):
         raise ValueError(f"expected window an int >= 1 or None, got {window!r}")
@@ -299,7 +297,6 @@ def split_kv_decode(
         out.stride(0), out.stride(1),
         HEAD_DIM=D, BLOCK_D=block_d, BLOCK_R=max(16, triton.next_power_of_2(rep)),
         BLOCK_N=block_n, NUM_SPLITS=num_splits, HAS_LENGTHS=lengths is not None,
-        HAS_WINDOW=window is not None,
         DOT_PREC="ieee" if q.dtype == torch.float32 else "tf32",
         UPCAST=interpreting() and q.dtype == torch.bfloat16,
         num_warps=4, num_stages=1 if interpreting() else 3,

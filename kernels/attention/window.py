@@ -1,4 +1,5 @@
-"""Causal sliding-window attention prefill in Triton: FlashAttention-2 schedule, masked blocks skipped.
+"""Causal sliding-window attention prefill in Triton: FlashAttention-2 schedule, skipping masked
+blocks.
 
     o[b, t, h] = sum_s softmax_s(q[b, t, h] . k[b, s, g] * scale) v[b, s, g],
     s in (t - W, t],  g = h // (Hq / Hkv)
