@@ -92,6 +92,14 @@ def _dot(a, b, DOT_PREC: tl.constexpr, UPCAST: tl.constexpr):
 
 
 @triton.jit
+def head_dim_mask(row_ok, offs_d, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr):
+    """row_ok [N, 1], and'ed with d < HEAD_DIM only when the head dim is padded: a mask that
+    varies along D would keep the loads from being vectorised (16 bytes a thread)."""
+    # a constexpr condition: only the taken side is compiled
+    return row_ok if BLOCK_D == HEAD_DIM else row_ok & (offs_d[None, :] < HEAD_DIM)
+
+
+@triton.jit
 def _split_kv_kernel(
     q_ptr, k_ptr, v_ptr, len_ptr, o_ptr, po_ptr, plse_ptr,
     L, HKV, REP, WINDOW, qk_scale,
@@ -123,11 +131,11 @@ def _split_kv_kernel(
     offs_n = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, BLOCK_D)
     r_ok = offs_r[:, None] < REP
-    d_ok = offs_d[None, :] < HEAD_DIM
+    rd_ok = head_dim_mask(r_ok, offs_d, HEAD_DIM, BLOCK_D)
     heads = g * REP + offs_r
     p_q = (q_ptr + b.to(tl.int64) * stride_qb + heads[:, None].to(tl.int64) * stride_qh
            + offs_d[None, :])
-    b_q = tl.load(p_q, mask=r_ok & d_ok, other=0.0)
+    b_q = tl.load(p_q, mask=rd_ok, other=0.0)
     p_k = (k_ptr + b.to(tl.int64) * stride_kb + g.to(tl.int64) * stride_kh
            + (lo + offs_n)[:, None].to(tl.int64) * stride_kt + offs_d[None, :])
     p_v = (v_ptr + b.to(tl.int64) * stride_vb + g.to(tl.int64) * stride_vh
@@ -138,13 +146,15 @@ def _split_kv_kernel(
     m_i = tl.full([BLOCK_R], float("-inf"), dtype=tl.float32)
     for start_n in range(lo, hi, BLOCK_N):
         n_ok = (start_n + offs_n) < hi
-        b_k = tl.load(p_k, mask=n_ok[:, None] & d_ok, other=0.0)
-        b_v = tl.load(p_v, mask=n_ok[:, None] & d_ok, other=0.0)
-        b_s = _dot(b_q, tl.trans(b_k), DOT_PREC, UPCAST) * qk_scale
+        kv_ok = head_dim_mask(n_ok[:, None], offs_d, HEAD_DIM, BLOCK_D)
+        b_k = tl.load(p_k, mask=kv_ok, other=0.0)
+        b_v = tl.load(p_v, mask=kv_ok, other=0.0)
+        b_s = _dot(b_q, tl.trans(b_k), DOT_PREC, UPCAST)
         b_s = tl.where(n_ok[None, :], b_s, float("-inf"))
-        # every block holds at least one key (start_n < hi), so m_new is finite
-        m_new = tl.maximum(m_i, tl.max(b_s, 1))
-        b_p = tl.exp2(b_s - m_new[:, None])
+        # every block holds at least one key (start_n < hi), so m_new is finite; the scale (> 0)
+        # goes into the max and into one FFMA per score
+        m_new = tl.maximum(m_i, tl.max(b_s, 1) * qk_scale)
+        b_p = tl.exp2(b_s * qk_scale - m_new[:, None])
         alpha = tl.exp2(m_i - m_new)
         l_i = l_i * alpha + tl.sum(b_p, 1)
         acc = acc * alpha[:, None] + _dot(b_p.to(b_v.dtype), b_v, DOT_PREC, UPCAST)
@@ -157,7 +167,7 @@ def _split_kv_kernel(
     if NUM_SPLITS == 1:
         p_o = (o_ptr + b.to(tl.int64) * stride_ob + heads[:, None].to(tl.int64) * stride_oh
                + offs_d[None, :])
-        tl.store(p_o, b_o.to(o_ptr.dtype.element_ty), mask=r_ok & d_ok)
+        tl.store(p_o, b_o.to(o_ptr.dtype.element_ty), mask=rd_ok)
     else:
         # partials [B, Hq, NUM_SPLITS, BLOCK_D] fp32 and their log2-sum-exp [B, Hq, NUM_SPLITS]
         row = (b.to(tl.int64) * HKV * REP + heads.to(tl.int64)) * NUM_SPLITS + split
@@ -201,6 +211,16 @@ def _combine_kernel(
     b_o = acc / tl.where(total == 0.0, 1.0, total)
     p_o = o_ptr + b.to(tl.int64) * stride_ob + h.to(tl.int64) * stride_oh + offs_d
     tl.store(p_o, b_o.to(o_ptr.dtype.element_ty), mask=offs_d < HEAD_DIM)
+
+
+def check_scale(scale: float | None, head_dim: int) -> float:
+    """1 / sqrt(D) by default; the kernels fold the scale into the row max, so it must be > 0."""
+    if scale is None:
+        return 1.0 / math.sqrt(head_dim)
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not (
+            math.isfinite(scale) and scale > 0):
+        raise ValueError(f"expected scale a finite number > 0, got {scale!r}")
+    return float(scale)
 
 
 def _check(q: object, k_cache: object, v_cache: object, lengths: object,
@@ -255,11 +275,11 @@ def split_kv_decode(
 
     q: [B, Hq, D]; k_cache, v_cache: [B, L, Hkv, D] (Hkv dividing Hq; last dimension contiguous,
     other strides free); lengths: [B] int32/int64 on q's device, or None for len = L everywhere;
-    window: None (every cached token) or W >= 1. `scale` defaults to 1 / sqrt(D). `out` [B, Hq, D]
-    (q's dtype, last dimension contiguous) is written in place. `num_splits` (default: from B,
-    Hkv, the longest possible span and the SM count) and `block_n` (keys per block) depend on
-    nothing the device holds, so the call can be captured in a CUDA graph and replayed as the
-    lengths change.
+    window: None (every cached token) or W >= 1. `scale` (> 0) defaults to 1 / sqrt(D). `out`
+    [B, Hq, D] (q's dtype, last dimension contiguous) is written in place. `num_splits`
+    (default: from B, Hkv, the longest possible span and the SM count) and `block_n` (keys per
+    block) depend on nothing the device holds, so the call can be captured in a CUDA graph and
+    replayed as the lengths change.
     """
     _check(q, k_cache, v_cache, lengths, window)
     B, Hq, D = q.shape
@@ -287,7 +307,7 @@ def split_kv_decode(
         lse = torch.empty(B, Hq, num_splits, dtype=torch.float32, device=q.device)
     else:
         partial = lse = out  # not touched by the one-split kernel
-    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    scale = check_scale(scale, D)
     _split_kv_kernel[(B * Hkv, num_splits)](
         q, k_cache, v_cache, lengths if lengths is not None else out, out, partial, lse,
         L, Hkv, rep, span, scale * LOG2E,

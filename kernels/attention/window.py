@@ -27,13 +27,17 @@ split-KV kernel of `split_kv.py` restricted to the last W cached tokens.
 
 from __future__ import annotations
 
-import math
-
 import torch
 import triton
 import triton.language as tl
 
-from .split_kv import check_runnable_device, interpreting, split_kv_decode
+from .split_kv import (
+    check_runnable_device,
+    check_scale,
+    head_dim_mask,
+    interpreting,
+    split_kv_decode,
+)
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 MAX_HEAD_DIM = 256
@@ -75,33 +79,33 @@ def _attend(
     MASKED=False is for blocks every query row sees whole: no mask and no bounds check."""
     p_k += lo.to(tl.int64) * stride_kt
     p_v += lo.to(tl.int64) * stride_vt
-    d_ok = offs_d[None, :] < HEAD_DIM
     for start_n in range(lo, hi, BLOCK_N):
         offs_k = start_n + offs_n
         if MASKED:
-            in_seq = offs_k[:, None] < T
-            b_k = tl.load(p_k, mask=in_seq & d_ok, other=0.0)
-            b_v = tl.load(p_v, mask=in_seq & d_ok, other=0.0)
+            kv_ok = head_dim_mask(offs_k[:, None] < T, offs_d, HEAD_DIM, BLOCK_D)
+            b_k = tl.load(p_k, mask=kv_ok, other=0.0)
+            b_v = tl.load(p_v, mask=kv_ok, other=0.0)
         elif BLOCK_D == HEAD_DIM:
             b_k = tl.load(p_k)
             b_v = tl.load(p_v)
         else:
-            b_k = tl.load(p_k, mask=d_ok, other=0.0)
-            b_v = tl.load(p_v, mask=d_ok, other=0.0)
-        b_s = _dot(b_q, tl.trans(b_k), DOT_PREC, UPCAST) * qk_scale
+            b_k = tl.load(p_k, mask=offs_d[None, :] < HEAD_DIM, other=0.0)
+            b_v = tl.load(p_v, mask=offs_d[None, :] < HEAD_DIM, other=0.0)
+        # raw scores; the scale (> 0) goes into the row max and into one FFMA per score below
+        b_s = _dot(b_q, tl.trans(b_k), DOT_PREC, UPCAST)
         if MASKED:
             seen = ((offs_k[None, :] <= offs_m[:, None])
                     & (offs_k[None, :] > offs_m[:, None] - WINDOW)
                     & (offs_k[None, :] < T))
             b_s = tl.where(seen, b_s, float("-inf"))
-            m_new = tl.maximum(m_i, tl.max(b_s, 1))
+            m_new = tl.maximum(m_i, tl.max(b_s, 1) * qk_scale)
             # a row that has seen no key yet keeps m = -inf: subtract 0 instead, so that its
             # p and alpha are exp2(-inf) = 0, not exp2(-inf + inf) = NaN
             m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
         else:
-            m_new = tl.maximum(m_i, tl.max(b_s, 1))
+            m_new = tl.maximum(m_i, tl.max(b_s, 1) * qk_scale)
             m_use = m_new
-        b_p = tl.exp2(b_s - m_use[:, None])
+        b_p = tl.exp2(b_s * qk_scale - m_use[:, None])
         alpha = tl.exp2(m_i - m_use)
         l_i = l_i * alpha + tl.sum(b_p, 1)
         acc = acc * alpha[:, None] + _dot(b_p.to(b_v.dtype), b_v, DOT_PREC, UPCAST)
@@ -134,12 +138,11 @@ def _window_fwd_kernel(
     offs_m = m0 + tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, BLOCK_D)
-    row_ok = offs_m[:, None] < T
-    d_ok = offs_d[None, :] < HEAD_DIM
+    row_ok = head_dim_mask(offs_m[:, None] < T, offs_d, HEAD_DIM, BLOCK_D)
 
     q_base = q_ptr + b.to(tl.int64) * stride_qb + h.to(tl.int64) * stride_qh
     p_q = q_base + offs_m[:, None].to(tl.int64) * stride_qt + offs_d[None, :]
-    b_q = tl.load(p_q, mask=row_ok & d_ok, other=0.0)
+    b_q = tl.load(p_q, mask=row_ok, other=0.0)
     p_k = (k_ptr + b.to(tl.int64) * stride_kb + g.to(tl.int64) * stride_kh
            + offs_n[:, None].to(tl.int64) * stride_kt + offs_d[None, :])
     p_v = (v_ptr + b.to(tl.int64) * stride_vb + g.to(tl.int64) * stride_vh
@@ -170,7 +173,7 @@ def _window_fwd_kernel(
     b_o = acc / tl.maximum(l_i, 1e-30)[:, None]
     p_o = (o_ptr + b.to(tl.int64) * stride_ob + h.to(tl.int64) * stride_oh
            + offs_m[:, None].to(tl.int64) * stride_ot + offs_d[None, :])
-    tl.store(p_o, b_o.to(o_ptr.dtype.element_ty), mask=row_ok & d_ok)
+    tl.store(p_o, b_o.to(o_ptr.dtype.element_ty), mask=row_ok)
 
 
 _window_fwd_autotuned = triton.autotune(
@@ -220,7 +223,7 @@ def window_attention(
 
     q: [B, T, Hq, D]; k, v: [B, T, Hkv, D] with Hkv dividing Hq (query head h reads KV head
     h // (Hq / Hkv)); one dtype (bf16, fp16 or fp32) and device; last dimension contiguous, other
-    strides free. `scale` defaults to 1 / sqrt(D). `out` ([B, T, Hq, D], q's dtype, last
+    strides free. `scale` (> 0) defaults to 1 / sqrt(D). `out` ([B, T, Hq, D], q's dtype, last
     dimension contiguous) is written in place and returned. `blocks=(BLOCK_M, BLOCK_N)` skips the
     autotuner and launches that tile (tests use it to cross other block edges).
     """
@@ -234,7 +237,7 @@ def window_attention(
         got = (tuple(out.shape), out.dtype, out.device) if isinstance(out, torch.Tensor) else out
         raise ValueError(f"expected out of shape {tuple(q.shape)}, {q.dtype} on {q.device} with a "
                          f"contiguous last dimension, got {got}")
-    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    scale = check_scale(scale, D)
     # a window of T or more is full causal attention: one compiled case for all of them
     w = T if window is None else min(window, T)
     upcast = interpreting() and q.dtype == torch.bfloat16

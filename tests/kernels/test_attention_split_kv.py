@@ -165,6 +165,7 @@ def test_rejects_bad_arguments(ops, device):
         ((q, k, v, lens), {"num_splits": 0}, "num_splits"),
         ((q, k, v, lens), {"num_splits": 1000}, "num_splits"),
         ((q, k, v, lens), {"block_n": 48}, "block_n"),
+        ((q, k, v, lens), {"scale": -0.5}, "scale a finite number > 0"),
         ((q, k, v, lens), {"out": torch.empty(2, 4, 8)}, "expected out"),
         ((q.transpose(1, 2).contiguous().transpose(1, 2), k, v, lens), {},
          "contiguous last dimension"),

@@ -149,6 +149,9 @@ def test_rejects_bad_dtype_layout_and_out(attn, device):
         attn.window.window_attention(q, k, v, window=4, blocks=(24, 16))
     with pytest.raises(ValueError, match="window an int"):
         attn.window.window_attention(q, k, v, window=2.5)
+    # the kernel folds the scale into the row max, which needs scale > 0
+    with pytest.raises(ValueError, match="scale a finite number > 0"):
+        attn.window.window_attention(q, k, v, window=4, scale=0.0)
 
 
 def test_costs(attn):
