@@ -167,6 +167,30 @@ def test_costs(attn):
     assert cost.window_bytes(1, t, 32, 4, 64) == 2 * t * 36 * 64 * 2
 
 
+@pytest.mark.slow
+def test_bench_cpu_smoke(tmp_path):
+    # the GPU benchmark's plumbing, peers' masks and checks, through the interpreter (no timing)
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path / "smoke.json"
+    env = os.environ | {"PYTHONPATH": str(root), "TRITON_INTERPRET": "1"}
+    run = subprocess.run([sys.executable, str(root / "bench" / "kernels_attention_window.py"),
+                          "--cpu-smoke", "--out", str(out)], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    result = json.loads(out.read_text())
+    assert result["errors"] == {}
+    checked = {(r["section"], r["impl"]) for r in result["rows"]
+               if r["check"]["rel_err"] is not None and r["check"]["rel_err"] < 2e-2}
+    assert {("prefill", "triton_window"), ("prefill", "flex_window"),
+            ("prefill", "sdpa_chunked_mask"), ("decode", "triton_split_kv")} <= checked
+
+
 @pytest.mark.gpu
 @requires_cuda
 def test_samba_shape_on_gpu(attn):
