@@ -21,3 +21,60 @@ def causal_attention_reference(
     future = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)
     scores = scores.masked_fill(future, float("-inf"))
     return torch.einsum("bhts,bshd->bthd", scores.softmax(dim=-1), vf)
+
+
+def _visible(t: int, s: int, window: int | None, device: torch.device) -> torch.Tensor:
+    """[t, s] bool: key j is visible to query i (both counted from the start) iff
+    i - window < j <= i; window=None keeps every j <= i."""
+    i = torch.arange(t, device=device)[:, None]
+    j = torch.arange(s, device=device)[None, :]
+    keep = j <= i
+    if window is not None:
+        keep &= j > i - window
+    return keep
+
+
+def window_attention_reference(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, window: int | None,
+    scale: float | None = None,
+) -> torch.Tensor:
+    """fp32 o [B, T, Hq, D] of causal sliding-window attention, as a dense masked softmax.
+
+    q: [B, T, Hq, D]; k, v: [B, T, Hkv, D], Hkv dividing Hq; query head h reads KV head
+    h // (Hq / Hkv) (indexed explicitly, the grouping window.py uses); query t sees keys
+    t - window < s <= t (window=None: every s <= t). scale defaults to 1 / sqrt(D).
+    """
+    T, Hq, D = q.shape[1], q.shape[2], q.shape[3]
+    group = torch.arange(Hq, device=q.device) // (Hq // k.shape[2])
+    kf, vf = k.float()[:, :, group], v.float()[:, :, group]
+    scale = 1.0 / math.sqrt(D) if scale is None else scale
+    scores = torch.einsum("bthd,bshd->bhts", q.float(), kf) * scale
+    scores = scores.masked_fill(~_visible(T, T, window, q.device), float("-inf"))
+    return torch.einsum("bhts,bshd->bthd", scores.softmax(dim=-1), vf)
+
+
+def split_kv_decode_reference(
+    q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+    lengths: torch.Tensor | None = None, *, window: int | None = None,
+    scale: float | None = None,
+) -> torch.Tensor:
+    """fp32 o [B, Hq, D] of one query per sequence over cached keys [max(0, n - window), n).
+
+    q: [B, Hq, D]; k_cache, v_cache: [B, L, Hkv, D]; lengths: [B] (None: n = L), clamped to
+    [0, L] as split_kv.py clamps them; a sequence with n = 0 gets o = 0.
+    """
+    B, Hq, D = q.shape
+    L, Hkv = k_cache.shape[1], k_cache.shape[2]
+    group = torch.arange(Hq, device=q.device) // (Hq // Hkv)
+    scale = 1.0 / math.sqrt(D) if scale is None else scale
+    ns = [L] * B if lengths is None else [min(max(int(n), 0), L) for n in lengths.tolist()]
+    out = torch.zeros(B, Hq, D, dtype=torch.float32, device=q.device)
+    for b, n in enumerate(ns):
+        lo = 0 if window is None else max(0, n - window)
+        if n <= lo:
+            continue
+        kb = k_cache[b, lo:n].float()[:, group]  # [S, Hq, D]
+        vb = v_cache[b, lo:n].float()[:, group]
+        scores = torch.einsum("hd,shd->hs", q[b].float(), kb) * scale
+        out[b] = torch.einsum("hs,shd->hd", scores.softmax(dim=-1), vb)
+    return out
