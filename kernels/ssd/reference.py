@@ -22,6 +22,32 @@ def _heads(t: torch.Tensor, heads: int) -> torch.Tensor:
     return t.repeat_interleave(heads // t.shape[2], dim=2)
 
 
+def _recurrence(
+    x: torch.Tensor,
+    dt: torch.Tensor,
+    decay: torch.Tensor,
+    Bm: torch.Tensor,
+    Cm: torch.Tensor,
+    Dskip: torch.Tensor | None,
+) -> torch.Tensor:
+    """state_t = decay_t * state_{t-1} + dt_t x_t B_t^T, y_t = state_t C_t + D x_t, stepped in
+    the accumulation dtype. decay [B, T, H, 1, 1] (one per head) or [B, T, H, 1, N] (one per
+    state channel), already exponentiated and in that dtype; other shapes as `ssd_reference`."""
+    acc = _acc_dtype(x)
+    batch, steps, heads, p = x.shape
+    xf, dtf = x.to(acc), dt.to(acc)
+    Bf, Cf = _heads(Bm.to(acc), heads), _heads(Cm.to(acc), heads)
+    state = torch.zeros(batch, heads, p, Bm.shape[-1], dtype=acc, device=x.device)
+    y = torch.empty(batch, steps, heads, p, dtype=acc, device=x.device)
+    for t in range(steps):
+        inp = (dtf[:, t, :, None] * xf[:, t])[:, :, :, None] * Bf[:, t, :, None, :]
+        state = decay[:, t] * state + inp
+        y[:, t] = torch.einsum("bhpn,bhn->bhp", state, Cf[:, t])
+    if Dskip is not None:
+        y = y + xf * Dskip.to(acc)[None, None, :, None]
+    return y.to(x.dtype)
+
+
 def ssd_reference(
     x: torch.Tensor,
     dt: torch.Tensor,
@@ -33,19 +59,8 @@ def ssd_reference(
     """Sequential recurrence. x [B, T, H, P]; dt [B, T, H] (>0); A [H] (<0); Bm, Cm [B, T, G, N];
     Dskip [H]. Returns y [B, T, H, P] in x's dtype."""
     acc = _acc_dtype(x)
-    batch, steps, heads, p = x.shape
-    xf, dtf, Af = x.to(acc), dt.to(acc), A.to(acc)
-    Bf, Cf = _heads(Bm.to(acc), heads), _heads(Cm.to(acc), heads)
-    state = torch.zeros(batch, heads, p, Bm.shape[-1], dtype=acc, device=x.device)
-    y = torch.empty(batch, steps, heads, p, dtype=acc, device=x.device)
-    for t in range(steps):
-        decay = torch.exp(dtf[:, t] * Af)[:, :, None, None]
-        inp = (dtf[:, t, :, None] * xf[:, t])[:, :, :, None] * Bf[:, t, :, None, :]
-        state = decay * state + inp
-        y[:, t] = torch.einsum("bhpn,bhn->bhp", state, Cf[:, t])
-    if Dskip is not None:
-        y = y + xf * Dskip.to(acc)[None, None, :, None]
-    return y.to(x.dtype)
+    decay = torch.exp(dt.to(acc) * A.to(acc))[:, :, :, None, None]
+    return _recurrence(x, dt, decay, Bm, Cm, Dskip)
 
 
 def ssd_quadratic_reference(
@@ -86,19 +101,8 @@ def ssd_per_channel_reference(
     state_t[p, n] = exp(log_decay[b, t, h, n]) state_{t-1}[p, n] + dt_t x_t[p] B_t[n];
     y_t = state_t C_t + D x_t. log_decay [B, T, H, N] (<= 0); other shapes as `ssd_reference`.
     """
-    acc = _acc_dtype(x)
-    batch, steps, heads, p = x.shape
-    xf, dtf, gf = x.to(acc), dt.to(acc), log_decay.to(acc)
-    Bf, Cf = _heads(Bm.to(acc), heads), _heads(Cm.to(acc), heads)
-    state = torch.zeros(batch, heads, p, Bm.shape[-1], dtype=acc, device=x.device)
-    y = torch.empty(batch, steps, heads, p, dtype=acc, device=x.device)
-    for t in range(steps):
-        inp = (dtf[:, t, :, None] * xf[:, t])[:, :, :, None] * Bf[:, t, :, None, :]
-        state = torch.exp(gf[:, t])[:, :, None, :] * state + inp
-        y[:, t] = torch.einsum("bhpn,bhn->bhp", state, Cf[:, t])
-    if Dskip is not None:
-        y = y + xf * Dskip.to(acc)[None, None, :, None]
-    return y.to(x.dtype)
+    decay = torch.exp(log_decay.to(_acc_dtype(x)))[:, :, :, None, :]
+    return _recurrence(x, dt, decay, Bm, Cm, Dskip)
 
 
 def ssd_chunked_reference(

@@ -26,14 +26,15 @@ SMALL = {"batch": 1, "steps": 20, "heads": 2, "headdim": 5, "groups": 1, "dstate
 
 @pytest.fixture
 def poisoned(kernels, monkeypatch):
-    """The backward module with every buffer it allocates NaN-filled."""
-    from flopkb_kernels.ssd import backward
+    """The chunked module (forward and autograd Function) with every buffer its backward
+    allocates NaN-filled."""
+    from flopkb_kernels.ssd import backward, chunked
 
     def nan_buffer(shape, dtype, device):
         return torch.full(shape, float("nan"), dtype=dtype, device=device)
 
     monkeypatch.setattr(backward, "_buffer", nan_buffer)
-    return backward
+    return chunked
 
 
 def _inputs(device, shape, dtype=torch.float32, with_d=True):
@@ -121,7 +122,7 @@ def test_ssd_chunked_is_differentiable_only_when_asked(kernels, device):
 
 
 def test_only_requested_gradients_are_returned(kernels, device):
-    from flopkb_kernels.ssd.backward import ssd_chunked_fn
+    from flopkb_kernels.ssd.chunked import ssd_chunked_fn
 
     x, dt, A, Bm, Cm, Dskip = _inputs(device, SMALL)
     x.requires_grad_()
@@ -140,7 +141,7 @@ def test_chunked_reference_equals_step_reference(kernels, device):
 
 
 def test_bad_head_split_is_refused(kernels, device):
-    from flopkb_kernels.ssd.backward import BwdConfig, ssd_chunked_fn
+    from flopkb_kernels.ssd.chunked import BwdConfig, ssd_chunked_fn
 
     args = [t.requires_grad_() if t is not None else t for t in _inputs(device, BWD_SHAPE)]
     with pytest.raises(ValueError, match="expected head_split dividing the 2 heads per group"):
@@ -148,7 +149,7 @@ def test_bad_head_split_is_refused(kernels, device):
 
 
 def test_variants_are_valid_configurations(kernels):
-    from flopkb_kernels.ssd.backward import VARIANTS, BwdConfig, ssd_chunked_fn
+    from flopkb_kernels.ssd.chunked import VARIANTS, BwdConfig, ssd_chunked_fn
 
     params = inspect.signature(ssd_chunked_fn).parameters
     assert len(VARIANTS) >= 3
@@ -161,7 +162,7 @@ def test_variants_are_valid_configurations(kernels):
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_gpu_bf16_gradients_every_variant(kernels):
-    from flopkb_kernels.ssd.backward import VARIANTS, ssd_chunked_fn
+    from flopkb_kernels.ssd.chunked import VARIANTS, ssd_chunked_fn
 
     shape = {"batch": 2, "steps": 700, "heads": 8, "headdim": 64, "groups": 1, "dstate": 128}
     args = _inputs("cuda", shape, dtype=torch.bfloat16)
@@ -175,7 +176,7 @@ def test_gpu_bf16_gradients_every_variant(kernels):
 
 def test_saved_bytes_is_what_the_autograd_function_keeps(kernels, device):
     from flopkb_kernels.ssd import cost
-    from flopkb_kernels.ssd.backward import ssd_chunked_fn
+    from flopkb_kernels.ssd.chunked import ssd_chunked_fn
 
     args = [t.requires_grad_() for t in _inputs(device, SMALL | {"groups": 2})]
     y = ssd_chunked_fn(*args, chunk_size=16)
