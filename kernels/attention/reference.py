@@ -1,4 +1,5 @@
-"""fp32 math attention: the ground truth for kernels/attention (same [B, T, H, D] layout)."""
+"""fp32 math attention: the ground truth for kernels/attention (prefill in the [B, T, H, D] layout
+of `sdpa.py`, and the one-token decode step of `step.py` over a [B, L, Hkv, E] KV cache)."""
 
 from __future__ import annotations
 
@@ -21,3 +22,17 @@ def causal_attention_reference(
     future = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)
     scores = scores.masked_fill(future, float("-inf"))
     return torch.einsum("bhts,bshd->bthd", scores.softmax(dim=-1), vf)
+
+
+def decode_attention_reference(
+    q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor
+) -> torch.Tensor:
+    """One query token over a KV cache of L tokens, grouped-query: query head h reads KV head
+    h // (Hq / Hkv). q: [B, Hq, E]; k_cache, v_cache: [B, L, Hkv, E]. Returns o [B, Hq, E] in
+    q's dtype (softmax scale 1/sqrt(E); no mask: every cached token precedes the query)."""
+    rep = q.shape[1] // k_cache.shape[2]
+    k = k_cache.float().repeat_interleave(rep, dim=2)  # [B, L, Hq, E]
+    v = v_cache.float().repeat_interleave(rep, dim=2)
+    s = torch.einsum("bhe,blhe->bhl", q.float(), k) / q.shape[-1] ** 0.5
+    o = torch.einsum("bhl,blhe->bhe", torch.softmax(s, dim=-1), v)
+    return o.to(q.dtype)

@@ -5,7 +5,8 @@ Per head h (group g = h // (H // G)):
     y_t     = state_t C_t + D_h x_t
 `ssd_reference` steps that recurrence; `ssd_quadratic_reference` evaluates the same map as one
 masked [T, T] matrix (the attention-like "dual" form). Both compute in float32 (float64 for float64
-x).
+x). `mamba2_step_reference` is one decode step of it (`step.py`), its float32 state updated in
+place as the kernel does.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ def _acc_dtype(x: torch.Tensor) -> torch.dtype:
     return torch.float64 if x.dtype == torch.float64 else torch.float32
 
 
-def _heads(t: torch.Tensor, heads: int) -> torch.Tensor:
-    """[B, T, G, N] -> [B, T, H, N] by repeating each group over its heads."""
-    return t.repeat_interleave(heads // t.shape[2], dim=2)
+def _heads(t: torch.Tensor, heads: int, dim: int = 2) -> torch.Tensor:
+    """[B, T, G, N] -> [B, T, H, N] (groups on axis `dim`) by repeating each group over its
+    heads."""
+    return t.repeat_interleave(heads // t.shape[dim], dim=dim)
 
 
 def _recurrence(
@@ -40,12 +42,19 @@ def _recurrence(
     state = torch.zeros(batch, heads, p, Bm.shape[-1], dtype=acc, device=x.device)
     y = torch.empty(batch, steps, heads, p, dtype=acc, device=x.device)
     for t in range(steps):
-        inp = (dtf[:, t, :, None] * xf[:, t])[:, :, :, None] * Bf[:, t, :, None, :]
-        state = decay[:, t] * state + inp
-        y[:, t] = torch.einsum("bhpn,bhn->bhp", state, Cf[:, t])
+        state, y[:, t] = _update(state, decay[:, t], dtf[:, t, :, None] * xf[:, t], Bf[:, t],
+                                 Cf[:, t])
     if Dskip is not None:
         y = y + xf * Dskip.to(acc)[None, None, :, None]
     return y.to(x.dtype)
+
+
+def _update(state: torch.Tensor, decay: torch.Tensor, dtx: torch.Tensor, Bh: torch.Tensor,
+            Ch: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """One step: state [B, H, P, N] -> decay * state + dtx Bh^T, and y [B, H, P] = state Ch;
+    decay broadcasts against the state, dtx [B, H, P], Bh, Ch [B, H, N]."""
+    state = decay * state + dtx[:, :, :, None] * Bh[:, :, None, :]
+    return state, torch.einsum("bhpn,bhn->bhp", state, Ch)
 
 
 def ssd_reference(
@@ -154,3 +163,38 @@ def ssd_chunked_reference(
     if Dskip is not None:
         y = y + x.to(acc) * Dskip.to(acc)[None, None, :, None]
     return y.to(x.dtype)
+
+
+def mamba2_step_reference(
+    state: torch.Tensor,
+    x: torch.Tensor,
+    dt: torch.Tensor,
+    A: torch.Tensor,
+    Bm: torch.Tensor,
+    Cm: torch.Tensor,
+    D: torch.Tensor | None = None,
+    dt_bias: torch.Tensor | None = None,
+    dt_softplus: bool = True,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """One decode step in float32, per head h: H[P, N] = exp(dt_h A_h) H + dt_h x_h B_g^T,
+    y_h = H C_g + D_h x_h, with g = h // (heads / groups) and dt = softplus(dt + dt_bias).
+
+    state: [B, H, P, N] float32 (updated in place); x: [B, H, P]; dt: [B, H]; A, D, dt_bias: [H];
+    Bm, Cm: [B, G, N]. Returns y [B, H, P] in x's dtype (into `out` if given).
+    """
+    d = dt.float() if dt_bias is None else dt.float() + dt_bias.float()
+    if dt_softplus:
+        d = torch.nn.functional.softplus(d)
+    xf = x.float()
+    decay = torch.exp(d * A.float()[None])[:, :, None, None]
+    h, y = _update(state, decay, d[:, :, None] * xf, _heads(Bm.float(), x.shape[1], 1),
+                   _heads(Cm.float(), x.shape[1], 1))
+    state.copy_(h)
+    if D is not None:
+        y = y + D.float()[None, :, None] * xf
+    y = y.to(x.dtype)
+    if out is not None:
+        out.copy_(y)
+        return out
+    return y

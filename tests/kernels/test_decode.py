@@ -19,9 +19,15 @@ TOL = {torch.float32: 1e-5, torch.bfloat16: 1e-2}
 
 @pytest.fixture(scope="module")
 def dec(kernels) -> SimpleNamespace:
-    return SimpleNamespace(m1=load_op("decode", "mamba1_step"), m2=load_op("decode", "mamba2_step"),
-                           attn=load_op("decode", "attention"), ref=load_op("decode", "reference"),
-                           cost=load_op("decode", "cost"))
+    ref = SimpleNamespace(
+        mamba1_step_reference=load_op("selective_scan", "reference").mamba1_step_reference,
+        mamba2_step_reference=load_op("ssd", "reference").mamba2_step_reference,
+        decode_attention_reference=load_op("attention", "reference").decode_attention_reference)
+    cost = SimpleNamespace(mamba1_bytes=load_op("selective_scan", "cost").step_bytes,
+                           mamba2_bytes=load_op("ssd", "cost").step_bytes,
+                           attention_bytes=load_op("attention", "cost").decode_bytes)
+    return SimpleNamespace(m1=load_op("selective_scan", "step"), m2=load_op("ssd", "step"),
+                           attn=load_op("attention", "step"), ref=ref, cost=cost)
 
 
 def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:

@@ -8,10 +8,10 @@ inputs (decode: caches and states filled with random values, never a real prefil
 - attention prefill: torch SDPA, flash backend, causal, GQA (`enable_gqa`); sliding window:
   queries in blocks of W against their block and the previous one with a band mask, SDPA's
   memory-efficient backend (flash takes no mask), K and V repeated to the query heads;
-- attention decode: `decode.attention.decode_attention` (torch SDPA, flash);
-- Mamba-1: bundled `selective_scan` (prefill) / `decode.mamba1_step`; Mamba-2: bundled
-  `ssd_chunked` / `decode.mamba2_step`; their short causal convolution is torch's depthwise
-  `conv1d` (prefill) and a state roll plus dot (decode);
+- attention decode: `attention.step.decode_attention` (torch SDPA, flash);
+- Mamba-1: bundled `selective_scan` (prefill) / `selective_scan.step.mamba1_step`; Mamba-2:
+  bundled `ssd_chunked` / `ssd.step.mamba2_step`; their short causal convolution is torch's
+  depthwise `conv1d` (prefill) and a state roll plus dot (decode);
 - MLA: prefill decompresses K and V (torch SDPA flash, V padded to the QK head dim); decode in
   the absorbed form, one latent "KV head" of r_kv + rope, SDPA memory-efficient backend;
 - MoE: torch top-k routing and one GEMM pair per reached expert (a loop: no grouped GEMM here);
@@ -333,7 +333,7 @@ def prefill_layer(ctx: Context, arch: ArchitectureRecord, kind: LayerType, batch
 
 def _attention_decode(m: Maker, ctx: Context, arch: ArchitectureRecord, b: int, context: int,
                       window: int | None) -> Built:
-    dec = ctx.load("decode", "attention")
+    dec = ctx.load("attention", "step")
     d, h, g = cfg(arch, "d_model"), cfg(arch, "attention_heads"), cfg(arch, "kv_heads")
     e = cfg(arch, "head_dim", d // h)
     cached = min(context, window) if window else context
@@ -358,7 +358,7 @@ def _mamba1_decode(m: Maker, ctx: Context, arch: ArchitectureRecord, b: int) -> 
     d, n = cfg(arch, "d_model"), cfg(arch, "ssm_state_size")
     d_in, k = cfg(arch, "ssm_expand") * d, cfg(arch, "ssm_conv_width", 4)
     r = cfg(arch, "ssm_dt_rank", -(-d // 16))
-    step = ctx.load("decode", "mamba1_step")
+    step = ctx.load("selective_scan", "step")
     x = m.randn(b, d)
     w_in, w_x, w_dt, w_out = (m.weight(d, 2 * d_in), m.weight(d_in, r + 2 * n),
                               m.weight(r, d_in), m.weight(d_in, d))
@@ -382,7 +382,7 @@ def _mamba1_decode(m: Maker, ctx: Context, arch: ArchitectureRecord, b: int) -> 
 def _mamba2_decode(m: Maker, ctx: Context, arch: ArchitectureRecord, b: int) -> Built:
     d, h, p, n, g, k = _mamba2_sizes(arch)
     d_in, conv_ch = h * p, h * p + 2 * g * n
-    step = ctx.load("decode", "mamba2_step")
+    step = ctx.load("ssd", "step")
     x = m.randn(b, d)
     w_in, w_out = m.weight(d, d_in + conv_ch + h), m.weight(d_in, d)
     conv, conv_state = m.randn(conv_ch, 1, k, scale=0.5), m.randn(b, conv_ch, k)
@@ -455,21 +455,23 @@ def decode_layer(ctx: Context, arch: ArchitectureRecord, kind: LayerType, batch:
 def decode_floor_bytes(ctx: Context, arch: ArchitectureRecord, kind: LayerType, batch: int,
                        context: int) -> int:
     """Bytes one decode step of `kind` moves at the least (0 where not counted): the state or KV
-    cache its kernel reads (kernels/decode/cost.py) and, for an MLP, its weights. A lower bound,
-    so the roofline floor `ctx.time` checks the timing against stays a floor."""
-    cost = ctx.load("decode", "cost")
+    cache its kernel reads (`step_bytes` / `decode_bytes` of the op's cost.py) and, for an MLP,
+    its weights. A lower bound, so the roofline floor `ctx.time` checks the timing against stays
+    a floor."""
     if kind is LayerType.mamba1:
         d = cfg(arch, "d_model")
-        return cost.mamba1_bytes(batch, cfg(arch, "ssm_expand") * d, cfg(arch, "ssm_state_size"))
+        return ctx.load("selective_scan", "cost").step_bytes(
+            batch, cfg(arch, "ssm_expand") * d, cfg(arch, "ssm_state_size"))
     if kind is LayerType.mamba2:
         _, h, p, n, g, _ = _mamba2_sizes(arch)
-        return cost.mamba2_bytes(batch, h, p, n, g)
+        return ctx.load("ssd", "cost").step_bytes(batch, h, p, n, g)
     if kind in (LayerType.attention, LayerType.sliding_attention):
         d, h, g = cfg(arch, "d_model"), cfg(arch, "attention_heads"), cfg(arch, "kv_heads")
         cached = context
         if kind is LayerType.sliding_attention:
             cached = min(context, cfg(arch, "sliding_window"))
-        return cost.attention_bytes(batch, h, g, cfg(arch, "head_dim", d // h), cached)
+        e = cfg(arch, "head_dim", d // h)
+        return ctx.load("attention", "cost").decode_bytes(batch, h, g, e, cached)
     if kind is LayerType.mlp:
         return 3 * cfg(arch, "d_model") * cfg(arch, "mlp_size") * 2
     return 0

@@ -131,9 +131,9 @@ def cpu_check(ctx: Context) -> None:
 
     from flopkb.verify.experiments import _serving_layers
 
-    ref = ctx.load("decode", "reference")
-    m1, m2 = ctx.load("decode", "mamba1_step"), ctx.load("decode", "mamba2_step")
-    att = ctx.load("decode", "attention")
+    m1, m2 = ctx.load("selective_scan", "step"), ctx.load("ssd", "step")
+    m1_ref, m2_ref = ctx.load("selective_scan", "reference"), ctx.load("ssd", "reference")
+    att, att_ref = ctx.load("attention", "step"), ctx.load("attention", "reference")
     g = torch.Generator().manual_seed(0)
 
     def rnd(*shape: int) -> torch.Tensor:
@@ -144,22 +144,22 @@ def cpu_check(ctx: Context) -> None:
               Bm=rnd(b, n).bfloat16(), Cm=rnd(b, n).bfloat16(), D=rnd(dim), dt_bias=rnd(dim))
     state = rnd(b, dim, n)
     s_k, s_r = state.clone(), state.clone()
-    ctx.check("decode.mamba1_step", m1.mamba1_step(s_k, **a1),
-              ref.mamba1_step_reference(s_r, **a1))
-    ctx.check("decode.mamba1_step[state]", s_k, s_r, tol=1e-5)
+    ctx.check("selective_scan.step.mamba1_step", m1.mamba1_step(s_k, **a1),
+              m1_ref.mamba1_step_reference(s_r, **a1))
+    ctx.check("selective_scan.step.mamba1_step[state]", s_k, s_r, tol=1e-5)
     h, p, grp = 6, 7, 3
     a2 = dict(x=rnd(b, h, p).bfloat16(), dt=rnd(b, h).bfloat16(), A=-rnd(h).abs() - 0.1,
               Bm=rnd(b, grp, n).bfloat16(), Cm=rnd(b, grp, n).bfloat16(), D=rnd(h),
               dt_bias=rnd(h))
     state = rnd(b, h, p, n)
     s_k, s_r = state.clone(), state.clone()
-    ctx.check("decode.mamba2_step", m2.mamba2_step(s_k, **a2),
-              ref.mamba2_step_reference(s_r, **a2))
-    ctx.check("decode.mamba2_step[state]", s_k, s_r, tol=1e-5)
+    ctx.check("ssd.step.mamba2_step", m2.mamba2_step(s_k, **a2),
+              m2_ref.mamba2_step_reference(s_r, **a2))
+    ctx.check("ssd.step.mamba2_step[state]", s_k, s_r, tol=1e-5)
     q, kc, vc = rnd(2, 6, 16), rnd(2, 19, 2, 16), rnd(2, 19, 2, 16)
-    ctx.check("decode.attention.decode_attention[math]",
+    ctx.check("attention.step.decode_attention[math]",
               att.decode_attention(q, kc, vc, backend="math"),
-              ref.decode_attention_reference(q, kc, vc))
+              att_ref.decode_attention_reference(q, kc, vc))
     q, kc, vc = rnd(1, 23, 4, 8), rnd(1, 23, 2, 8), rnd(1, 23, 2, 8)
     ctx.check("serving windowed_attention[math]",
               _serving_layers.windowed_attention(q, kc, vc, 5, backend="math"),
