@@ -36,3 +36,18 @@ def decode_attention_reference(
     s = torch.einsum("bhe,blhe->bhl", q.float(), k) / q.shape[-1] ** 0.5
     o = torch.einsum("bhl,blhe->bhe", torch.softmax(s, dim=-1), v)
     return o.to(q.dtype)
+
+
+def windowed_attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                                 window: int) -> torch.Tensor:
+    """Causal attention over the last `window` keys as one dense masked softmax in float32
+    (ground truth of `window_sdpa.windowed_attention`). q [B, L, H, E]; k, v [B, L, G, E], G
+    dividing H. Returns o [B, L, H, E] in q's dtype."""
+    length, rep = q.shape[1], q.shape[2] // k.shape[2]
+    kf = k.float().repeat_interleave(rep, dim=2)
+    vf = v.float().repeat_interleave(rep, dim=2)
+    s = torch.einsum("blhe,bmhe->bhlm", q.float(), kf) / q.shape[-1] ** 0.5
+    t = torch.arange(length, device=q.device)
+    keep = (t[None, :] <= t[:, None]) & (t[None, :] > t[:, None] - window)
+    s = s.masked_fill(~keep, float("-inf"))
+    return torch.einsum("bhlm,bmhe->blhe", torch.softmax(s, dim=-1), vf).to(q.dtype)

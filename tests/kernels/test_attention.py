@@ -108,3 +108,26 @@ def test_flash_raises_when_it_cannot_run(attn):
     with warnings.catch_warnings(), pytest.raises(RuntimeError, match="cannot run"):
         warnings.simplefilter("ignore")
         attn.sdpa.causal_attention(q, k, v, backend="flash")
+
+
+@pytest.mark.parametrize("window", [1, 5, 23, 40])
+def test_windowed_attention_matches_the_dense_masked_reference(attn, window: int) -> None:
+    # L = 23 is no multiple of the windows: the last query block is padded
+    win = load_op("attention", "window_sdpa")
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 23, s, 8, generator=g) for s in (4, 2, 2))
+    out = win.windowed_attention(q, k, v, window, backend="math")
+    ref = attn.reference.windowed_attention_reference(q, k, v, window)
+    assert torch.allclose(out, ref, atol=1e-5)
+    if window < 23:
+        full = attn.reference.windowed_attention_reference(q, k, v, 23)
+        assert not torch.allclose(out, full, atol=1e-3)
+
+
+def test_windowed_attention_refuses_bad_arguments() -> None:
+    win = load_op("attention", "window_sdpa")
+    q = torch.randn(1, 4, 2, 8)
+    with pytest.raises(ValueError, match="window >= 1"):
+        win.windowed_attention(q, q, q, 0, backend="math")
+    with pytest.raises(ValueError, match="backend"):
+        win.windowed_attention(q, q, q, 2, backend="flash")

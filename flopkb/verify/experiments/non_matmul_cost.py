@@ -17,7 +17,6 @@ from __future__ import annotations
 from typing import Any
 
 from flopkb.verify.context import Context
-from flopkb.verify.experiments import _gemm
 from flopkb.verify.experiments._common import Judgement, Measurement, judge_ratio
 from flopkb.verify.stats import Interval, ratio_interval
 
@@ -65,11 +64,12 @@ def _datasheet(ctx: Context) -> dict[str, Any]:
 def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     import torch
 
+    gemm_bench = ctx.load("gemm", "bench")
     chain = ctx.load("nonmatmul", "chain")
     ref = ctx.load("nonmatmul", "reference")
     cublas = ctx.load("gemm", "cublas")
     size, n, iters = int(cond["size"]), int(cond["elements"]), int(cond["iters"])
-    t_g = _gemm.timed_matmul(ctx, "gemm bf16", cublas.torch_matmul, size, size, size)
+    t_g = gemm_bench.timed_matmul(ctx, "gemm bf16", cublas.torch_matmul, size, size, size)
     gemm_flops = ctx.timings["gemm bf16"]["flops"]
     g = torch.Generator(device=ctx.device).manual_seed(ctx.seed(0))
     x = -torch.rand(n, device=ctx.device, generator=g)

@@ -16,7 +16,8 @@ take the sum of the n steps' times. Readings: `equal_batch` (both at `batch`) an
 `accelerator` (`flopkb.modelcost`, at most `max_batch`). The verdict reads `reading`; the other
 reading is reported beside it.
 
-Never run on a GPU yet: `measure` and `_serving_layers` are untested there; `judge` and the
+The timed sublayers are `kernels/layers/` (`prefill.py`, `decode.py`), loaded and hashed like
+the kernels. Never run on a GPU yet: `measure` and the layers are untested there; `judge` and the
 composition are tested with fake timings (tests/unit/test_verify_serving.py).
 """
 
@@ -125,11 +126,9 @@ def _tables(per: dict[str, Any]) -> list[tuple[str, int | None, dict[str, Interv
 
 
 def cpu_check(ctx: Context) -> None:
-    """The decode kernels and the windowed prefill attention against their references, odd
+    """The decode steps and the windowed prefill attention against their references, odd
     sizes, through the Triton interpreter."""
     import torch
-
-    from flopkb.verify.experiments import _serving_layers
 
     m1, m2 = ctx.load("selective_scan", "step"), ctx.load("ssd", "step")
     m1_ref, m2_ref = ctx.load("selective_scan", "reference"), ctx.load("ssd", "reference")
@@ -161,9 +160,9 @@ def cpu_check(ctx: Context) -> None:
               att.decode_attention(q, kc, vc, backend="math"),
               att_ref.decode_attention_reference(q, kc, vc))
     q, kc, vc = rnd(1, 23, 4, 8), rnd(1, 23, 2, 8), rnd(1, 23, 2, 8)
-    ctx.check("serving windowed_attention[math]",
-              _serving_layers.windowed_attention(q, kc, vc, 5, backend="math"),
-              _serving_layers.windowed_attention_reference(q, kc, vc, 5))
+    ctx.check("attention.window_sdpa.windowed_attention[math]",
+              ctx.load("attention", "window_sdpa").windowed_attention(q, kc, vc, 5, backend="math"),
+              att_ref.windowed_attention_reference(q, kc, vc, 5))
 
 
 def _timed(ctx: Context, label: str, built: Any, nbytes: float = 0.0, decode: bool = False,
@@ -177,8 +176,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     """Time one sublayer of each type of both architectures at the claim's shapes (GPU)."""
     import torch
 
-    from flopkb.verify.experiments import _serving_layers as layers
-
+    prefill, decode = ctx.load("layers", "prefill"), ctx.load("layers", "decode")
     if ctx.kb is None:
         raise ExperimentError("the serving experiments read architecture records: no KB")
     s = setup(cond)
@@ -192,7 +190,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
             if s["phase"] in ("prefill", "end_to_end"):
                 per["prefill"] = {
                     k.value: _timed(ctx, f"{arch.id} {k.value} prefill L={s['prompt_length']}",
-                                    layers.prefill_layer(ctx, arch, k, s["batch"],
+                                    prefill.prefill_layer(ctx, arch, k, s["batch"],
                                                          s["prompt_length"]),
                                     batch=s["batch"], steps=s["prompt_length"])
                     for k in kinds}
@@ -202,9 +200,9 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
                     per["decode"][batch] = {
                         k.value: _timed(ctx, f"{arch.id} {k.value} decode "
                                         f"L={s['decode_context']} B={batch}",
-                                        layers.decode_layer(ctx, arch, k, batch,
+                                        decode.decode_layer(ctx, arch, k, batch,
                                                             s["decode_context"]),
-                                        nbytes=layers.decode_floor_bytes(
+                                        nbytes=decode.decode_floor_bytes(
                                             ctx, arch, k, batch, s["decode_context"]),
                                         decode=True, batch=batch, steps=s["decode_context"])
                         for k in kinds}
