@@ -62,7 +62,7 @@ def _attention(m: Maker, ctx: Any, arch: Any, b: int, length: int, window: int |
 
 def _mamba1(m: Maker, ctx: Any, arch: Any, b: int, length: int) -> Built:
     d, d_in, n, k, r = mamba1_sizes(arch)
-    scan = ctx.load("selective_scan", "scan")
+    scan = ctx.load("selective_scan", "forward")
     x = m.randn(b, length, d)
     w_in, w_x, w_dt, w_out = (m.weight(d, 2 * d_in), m.weight(d_in, r + 2 * n),
                               m.weight(r, d_in), m.weight(d_in, d))

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from . import reference, scan
+from . import forward, reference
 
 # Reference checks run on the first PREFIX steps of one sequence of the timed inputs.
 PREFIX = 256
@@ -76,8 +76,8 @@ def scan_impl(ctx: Any, side: str = "scan") -> Impl:
         chosen = Impl(lambda u, d, A, B, C, D, bias: run(u, d, A, B, C, D, bias, True),
                       f"peer:mamba_ssm selective_scan_cuda ({built}), delta_softplus with bias")
     elif impl == "bundled":
-        chosen = Impl(lambda u, d, A, B, C, D, bias: scan.selective_scan(u, d, A, B, C, D, bias,
-                                                                         True),
+        chosen = Impl(lambda u, d, A, B, C, D, bias: forward.selective_scan(u, d, A, B, C, D,
+                                                                            bias, True),
                       "bundled selective_scan, delta_softplus with bias")
     else:
         raise ValueError(f"no {impl!r} implementation of the selective scan")

@@ -2,7 +2,7 @@
 the D2 partition logic, the scatter-add pair, and CUB's absence as a `not-run`.
 
 Everything here runs on the CPU; CUB itself is exercised by the `gpu` test in
-tests/kernels/test_reduction_cub.py.
+tests/kernels/test_reduction.py.
 """
 
 from __future__ import annotations

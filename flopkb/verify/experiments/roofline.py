@@ -25,10 +25,10 @@ GEMM_N = 4096
 def cpu_check(ctx: Context) -> None:
     import torch
 
-    ew = ctx.load("elementwise", "axpby")
+    ew = ctx.load("elementwise", "forward")
     ref = ctx.load("elementwise", "reference")
     x, y = torch.randn(1000), torch.randn(1000)
-    ctx.check("elementwise.axpby.axpby", ew.axpby(x, y, 2.0, -0.5),
+    ctx.check("elementwise.forward.axpby", ew.axpby(x, y, 2.0, -0.5),
               ref.axpby_reference(x, y, 2.0, -0.5))
 
 
@@ -41,7 +41,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
         raise ExperimentError("needs the calibration's measured ceilings")
     scan = scan_bench.scan_impl(ctx)
     scost = ctx.load("selective_scan", "cost")
-    ew = ctx.load("elementwise", "axpby")
+    ew = ctx.load("elementwise", "forward")
     eref = ctx.load("elementwise", "reference")
     ecost = ctx.load("elementwise", "cost")
     cublas = ctx.load("gemm", "cublas")
@@ -74,7 +74,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     n = ELEMENTWISE_N
     x = torch.randn(n, device=ctx.device)
     yv = torch.randn(n, device=ctx.device)
-    ctx.check("elementwise.axpby.axpby", ew.axpby(x, yv, 2.0, -0.5),
+    ctx.check("elementwise.forward.axpby", ew.axpby(x, yv, 2.0, -0.5),
               eref.axpby_reference(x, yv, 2.0, -0.5))
     ctx.time("axpby", lambda a, b: ew.axpby(a, b, 2.0, -0.5), [(x, yv)], flops=ecost.flops(n),
              nbytes=ecost.bytes_moved(n), n=n)

@@ -57,12 +57,12 @@ def cpu_check(ctx: Context) -> None:
 
     scan_bench = ctx.load("selective_scan", "bench")
     ref = ctx.load("selective_scan", "reference")
-    scan = ctx.load("selective_scan", "scan")
+    scan = ctx.load("selective_scan", "forward")
     unfused = ctx.load("scan_baseline", "unfused")
     for steps in (16, 23):  # a power of two, and one the unfused scan pads
         args = scan_bench.layer_inputs(1, 6, steps, 4, dtype=torch.float32, seed=steps)
         want = ref.selective_scan_reference(*args, True)
-        ctx.check(f"selective_scan.scan.selective_scan T={steps}",
+        ctx.check(f"selective_scan.forward.selective_scan T={steps}",
                   scan.selective_scan(*args, True), want)
         ctx.check(f"selective_scan.unfused.selective_scan_unfused T={steps}",
                   unfused.selective_scan_unfused(*args, True), want)

@@ -40,10 +40,10 @@ def cpu_check(ctx: Context) -> None:
     ref = ctx.load("gemm", "reference")
     a, b = torch.randn(9, 24).to(torch.bfloat16), torch.randn(24, 40).to(torch.bfloat16)
     ctx.check("gemm.cublas.torch_matmul", cublas.torch_matmul(a, b), ref.matmul_reference(a, b))
-    scan = ctx.load("selective_scan", "scan")
+    scan = ctx.load("selective_scan", "forward")
     sref = ctx.load("selective_scan", "reference")
     args = scan_bench.layer_inputs(1, 5, 17, 4, dtype=torch.float32)
-    ctx.check("selective_scan.scan.selective_scan", scan.selective_scan(*args, True),
+    ctx.check("selective_scan.forward.selective_scan", scan.selective_scan(*args, True),
               sref.selective_scan_reference(*args, True))
     _training.check_grads(ctx, "selective_scan backward",
                           lambda *a: scan.selective_scan(*a, True),

@@ -34,10 +34,10 @@ def cpu_check(ctx: Context) -> None:
     import torch
 
     scan_bench = ctx.load("selective_scan", "bench")
-    scan = ctx.load("selective_scan", "scan")
+    scan = ctx.load("selective_scan", "forward")
     ref = ctx.load("selective_scan", "reference")
     args = scan_bench.layer_inputs(2, 6, 23, 8, dtype=torch.float32)
-    ctx.check("selective_scan.scan.selective_scan (softplus, bias)",
+    ctx.check("selective_scan.forward.selective_scan (softplus, bias)",
               scan.selective_scan(*args, True), ref.selective_scan_reference(*args, True))
 
 

@@ -1,5 +1,6 @@
-"""The Mamba-1 paper's unfused PyTorch scan baseline and the FP32 non-matmul chain kernel, each
-against its reference (the chain through the Triton interpreter, set by conftest)."""
+"""The Mamba-1 paper's unfused PyTorch scan baseline (kernels/scan_baseline) against the stepped
+reference: the whole scan (same signature as `selective_scan_reference`) and its Blelloch scan
+against the stepped linear recurrence; odd and power-of-two lengths, fixed seeds."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ def unfused(kernels):
 
 @pytest.fixture(scope="module")
 def scan_ref(kernels):
-    return load_op("selective_scan", "reference")
+    return load_op("scan_baseline", "reference")
 
 
 @pytest.mark.parametrize("steps", [1, 2, 7, 16, 33, 128])
@@ -50,16 +51,12 @@ def test_bf16_inputs_give_bf16_out_close_to_the_reference(unfused, scan_ref):
     assert err < 1e-2
 
 
-def test_blelloch_scan_is_the_sequential_recurrence(unfused):
+def test_blelloch_scan_is_the_sequential_recurrence(unfused, scan_ref):
     g = torch.Generator().manual_seed(0)
     a = torch.rand(2, 3, 64, 4, generator=g)
     x = torch.randn(2, 3, 64, 4, generator=g, dtype=torch.float64).float()
-    h, want = torch.zeros(2, 3, 4), []
-    for t in range(64):
-        h = a[:, :, t] * h + x[:, :, t]
-        want.append(h)
     got = unfused.blelloch_scan(a.clone(), x.clone())
-    assert torch.allclose(got, torch.stack(want, dim=2), rtol=1e-5, atol=1e-6)
+    assert torch.allclose(got, scan_ref.linear_recurrence_reference(a, x), rtol=1e-5, atol=1e-6)
 
 
 def test_blelloch_scan_refuses_a_length_that_is_no_power_of_two(unfused):
@@ -67,42 +64,9 @@ def test_blelloch_scan_refuses_a_length_that_is_no_power_of_two(unfused):
         unfused.blelloch_scan(torch.ones(1, 1, 6, 1), torch.ones(1, 1, 6, 1))
 
 
-@pytest.fixture(scope="module")
-def chain(kernels):
-    return load_op("nonmatmul", "chain"), load_op("nonmatmul", "reference")
-
-
-@pytest.mark.parametrize("mode", ["fma", "exp"])
-@pytest.mark.parametrize(("n", "iters"), [(1, 1), (1000, 3), (4097, 40)])
-def test_fp32_chain_matches_its_float64_reference(chain, mode, n, iters):
-    ops, ref = chain
-    x = -torch.rand(n, generator=torch.Generator().manual_seed(n))
-    got = ops.fp32_chain(x, iters, mode)
-    want = ref.fp32_chain_reference(x, iters, mode)
-    assert got.dtype == torch.float32
-    assert torch.allclose(got.double(), want, rtol=1e-5, atol=1e-6)
-
-
-def test_the_fma_chain_keeps_its_inputs_apart(chain):
-    # a chain that converged to one constant would let a kernel writing that constant pass
-    ops, _ = chain
-    got = ops.fp32_chain(-torch.linspace(0, 1, 512), 256, "fma")
-    assert torch.unique(got).numel() > 400
-
-
-@pytest.mark.parametrize(("args", "match"), [
-    ((torch.ones(4), 3, "sin"), "mode"),
-    ((torch.ones(4, dtype=torch.float64), 3), "float32"),
-    ((torch.ones(4, 4).t(), 3), "contiguous"),
-    ((torch.ones(4), 0), "iters"),
-])
-def test_fp32_chain_refuses_bad_arguments(chain, args, match):
-    with pytest.raises(ValueError, match=match):
-        chain[0].fp32_chain(*args)
-
-
-def test_fp32_chain_counts_flops_per_step(chain):
-    ops, _ = chain
-    assert ops.flops(10, 256, "fma") == 2 * 256 * 10
-    assert ops.flops(10, 256, "exp") == 4 * 256 * 10
-    assert ops.bytes_moved(10) == 80
+def test_cost_is_the_scans_plus_the_materialised_tensors(kernels):
+    cost, scan_cost = load_op("scan_baseline", "cost"), load_op("selective_scan", "cost")
+    assert cost.flops(1, 1024, 4096, 16) == scan_cost.flops(1, 1024, 4096, 16)
+    assert cost.bytes_moved(1, 1024, 4096, 16) == scan_cost.bytes_moved(1, 1024, 4096, 16)
+    # L = 600 pads to 1024: two fp32 tensors, each written and read once
+    assert cost.materialised_bytes(2, 3, 600, 5) == 2 * 2 * 4 * 2 * 3 * 1024 * 5
