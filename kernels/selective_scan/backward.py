@@ -31,7 +31,7 @@ import triton
 import triton.language as tl
 
 from .._ssm_common import check_tensor
-from ._common import (
+from .common import (
     _decay_input,
     _delta_prep,
     _join4,

@@ -26,7 +26,13 @@ import triton
 import triton.language as tl
 
 from .._ssm_common import check_tensor
-from ._common import (
+from .backward import (
+    BACKWARD_VARIANTS,
+    DEFAULT_CKPT_EVERY,
+    check_backward_options,
+    selective_scan_bwd,
+)
+from .common import (
     _decay_input,
     _delta_prep,
     _join4,
@@ -37,12 +43,6 @@ from ._common import (
     check_args,
     default_block_d,
     time_major_bc,
-)
-from .backward import (
-    BACKWARD_VARIANTS,
-    DEFAULT_CKPT_EVERY,
-    check_backward_options,
-    selective_scan_bwd,
 )
 
 DEFAULT_SCHEDULE = "sequential"
