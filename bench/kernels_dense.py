@@ -370,7 +370,7 @@ def bench_reduction(ceilings: dict[str, float], size: dict[str, Any]) -> None:
 
 
 def bench_elementwise(ceilings: dict[str, float], size: dict[str, Any]) -> None:
-    ew = load_op("elementwise", "axpby")
+    ew = load_op("elementwise", "forward")
     ref = load_op("elementwise", "reference")
     n = size["ew"]  # 512 MiB per fp32 tensor at full size
     x, y = torch.randn(n, device=DEVICE), torch.randn(n, device=DEVICE)

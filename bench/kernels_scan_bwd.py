@@ -332,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = SMOKE[args.family] if args.smoke else FAMILIES[args.family]
     dims = comma_list(args.dims, int, sizes["dims"])
     dstates = comma_list(args.dstates, int, sizes["dstates"])
-    mods = (load_op("selective_scan", "scan"), load_op("selective_scan", "backward"),
+    mods = (load_op("selective_scan", "forward"), load_op("selective_scan", "backward"),
             load_op("selective_scan", "reference"), load_op("selective_scan", "cost"))
     args.fwd_variants = comma_list(args.fwd_variants, str, mods[0].FORWARD_VARIANTS)
     args.bwd_variants = comma_list(args.bwd_variants, str, mods[1].BACKWARD_VARIANTS)

@@ -16,7 +16,7 @@ Each figure is the median of the per-round medians. On the GPU the cuBLAS bf16 a
 are measured first (`bench.common.measure_ceilings`) and every timed row gets its fraction of the
 roofline per pass (kernels/ssd/cost.py: useful FLOPs and fewest bytes, at the row's chunk).
 
-Implementations: every entry of `backward.VARIANTS` (ours), mamba_ssm's
+Implementations: every entry of `chunked.VARIANTS` (ours), mamba_ssm's
 `mamba_chunk_scan_combined` (autograd; package `__init__` bypassed as in verify's peers), and
 fla's `chunk_simple_gla` (q = C, k = B broadcast to the heads, v = x dt, g = dt A, scale 1; no D
 term). A peer that is absent or raises is recorded as not-run with the exception text (fla-core
@@ -102,14 +102,14 @@ class Impl:
         self.check_run = check_run or run
 
 
-def our_impls(backward: Any, names: list[str]) -> list[Impl]:
+def our_impls(chunked: Any, names: list[str]) -> list[Impl]:
     out = []
     for name in names:
-        kw = backward.VARIANTS[name]
+        kw = chunked.VARIANTS[name]
         info = {"config": {k: (vars(v) if hasattr(v, "__dataclass_fields__") else v)
                            for k, v in kw.items()}}
         out.append(Impl(f"ours:{name}", "bundled",
-                        lambda *a, _kw=kw: backward.ssd_chunked_fn(*a, **_kw), info))
+                        lambda *a, _kw=kw: chunked.ssd_chunked_fn(*a, **_kw), info))
     return out
 
 
@@ -387,23 +387,23 @@ def main(argv: list[str] | None = None) -> int:
     from flopkb.verify.machine import fingerprint
 
     sizes = SMOKE if args.smoke else FULL
-    backward = load_op("ssd", "backward")
+    chunked = load_op("ssd", "chunked")
     cost = load_op("ssd", "cost")
     reference = load_op("ssd", "reference")
-    names = comma_list(args.variants, str, backward.VARIANTS)
-    error = unknown(names, backward.VARIANTS, "variants")
+    names = comma_list(args.variants, str, chunked.VARIANTS)
+    error = unknown(names, chunked.VARIANTS, "variants")
     if error:
         print(error, file=sys.stderr)
         return 2
     dstates = comma_list(args.dstates, int, sizes["dstates"])
     steps_list = comma_list(args.steps, int, sizes["steps"])
-    impls = our_impls(backward, names)
+    impls = our_impls(chunked, names)
     peers, not_run = peer_impls(args.mamba_chunk)
     impls += peers
     results: dict[str, Any] = {
         "machine": fingerprint(), **header(), "smoke": args.smoke,
         "rounds": args.rounds, "reps": args.reps, "variants": {
-            n: backward.VARIANTS[n] for n in names}, "shapes": [],
+            n: chunked.VARIANTS[n] for n in names}, "shapes": [],
     }
     log(f"implementations: {[i.name for i in impls]}; not run: {not_run}")
     started = time.time()

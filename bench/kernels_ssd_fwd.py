@@ -88,7 +88,7 @@ class Impl:
         self.name, self.kind, self.make, self.info = name, kind, make, info
 
 
-def ours(chunked: Any, backward: Any, name: str, cfg: tuple[int, int, int, int]) -> Impl:
+def ours(chunked: Any, name: str, cfg: tuple[int, int, int, int]) -> Impl:
     chunk, bm, warps, stages = cfg
 
     def make(args: list[Any], with_d: bool, train: bool) -> Callable[[], Any]:
@@ -98,7 +98,7 @@ def ours(chunked: Any, backward: Any, name: str, cfg: tuple[int, int, int, int])
         if train:
             leaves = [t.detach().clone().requires_grad_() for t in (x, dt, A, Bm, Cm)]
             dl = d.detach().clone().requires_grad_() if d is not None else None
-            return lambda: backward.ssd_chunked_fn(*leaves, dl, chunk, **kw)
+            return lambda: chunked.ssd_chunked_fn(*leaves, dl, chunk, **kw)
         return lambda: chunked.ssd_chunked(x, dt, A, Bm, Cm, d, chunk, **kw)
 
     return Impl(f"ours:{name}", "bundled", make,
@@ -329,8 +329,7 @@ def main(argv: list[str] | None = None) -> int:
         print(error, file=sys.stderr)
         return 2
     chunked = load_op("ssd", "chunked")
-    backward = load_op("ssd", "backward")
-    impls = [ours(chunked, backward, n, CONFIGS[n]) for n in names]
+    impls = [ours(chunked, n, CONFIGS[n]) for n in names]
     not_run = {}
     for maker in (fla_impl, mamba_impl):
         impl, why = maker()

@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from flopkb.kernelpkg import load_op
 
-    scan, bwd = load_op("selective_scan", "scan"), load_op("selective_scan", "backward")
+    scan, bwd = load_op("selective_scan", "forward"), load_op("selective_scan", "backward")
     result: dict[str, Any] = {
         **header(), "arch": f"sm_{args.arch}",
         "triton": triton.__version__, "shape": {"D": [s[0] for s in SHAPES], "T": T},

@@ -1,5 +1,6 @@
 """flopkb's bundled kernels, loaded by path as package `flopkb_kernels` (see flopkb/kernelpkg.py).
 
-One folder per operator: `reference.py` (PyTorch, the ground truth), the Triton kernel with its
-wrapper, and `README.md` with FLOP and byte counts. Modules import each other relatively only.
+One folder per operator, each of one shape (README.md here): `reference.py` (PyTorch, the ground
+truth), `cost.py`, the Triton kernels with their wrappers, `bench.py` where an experiment times the
+op. Modules import each other relatively only.
 """

@@ -1,7 +1,8 @@
-"""Argument checks shared by the state-space-model kernels (selective scan and SSD).
+"""Pieces shared by the state-space-model kernels (selective scan and SSD, chunked and step).
 
-Wrappers call these before launching so that a wrong shape, dtype, device or layout fails with a
-`ValueError("expected ..., got ...")` instead of a silent out-of-bounds read in a kernel.
+Argument checks: wrappers call these before launching so that a wrong shape, dtype, device or
+layout fails with a `ValueError("expected ..., got ...")` instead of a silent out-of-bounds read in
+a kernel. `_softplus`: the `@triton.jit` dt' = softplus(dt) both families' kernels apply.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import os
 from collections.abc import Sequence
 
 import torch
+import triton
+import triton.language as tl
 
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -51,3 +54,21 @@ def check_device(t: torch.Tensor) -> torch.device:
             f"expected CUDA tensors (or TRITON_INTERPRET=1 for CPU tensors), got {t.device}"
         )
     return t.device
+
+
+def check_optional(name: str, t: torch.Tensor | None, shape: Sequence[int | None],
+                   device: torch.device) -> None:
+    """`check_tensor` for an optional float argument (D, dt_bias): None passes."""
+    if t is not None:
+        check_tensor(name, t, shape, FLOAT_DTYPES, device)
+
+
+def check_state(state: object, shape: Sequence[int | None], device: torch.device) -> torch.Tensor:
+    # fp32 only: the step kernels update it in place and a bf16 state loses slow decays
+    return check_tensor("state", state, shape, (torch.float32,), device)
+
+
+@triton.jit
+def _softplus(x):
+    # Same threshold as torch.nn.functional.softplus: linear above 20.
+    return tl.where(x <= 20.0, tl.log(1.0 + tl.exp(tl.minimum(x, 20.0))), x)

@@ -16,6 +16,8 @@ from types import ModuleType
 from typing import Any
 
 from flopkb.verify import timing as _timing
+from flopkb.verify.errors import ExperimentError
+from flopkb.verify.errors import PeerUnavailable as PeerUnavailable
 from flopkb.verify.timing import Timing
 
 # Relative L2 error allowed against the fp32/fp64 reference, by output dtype: bf16 keeps 8
@@ -26,19 +28,12 @@ TOLERANCES = {"bfloat16": 2e-2, "float16": 5e-3, "float32": 2e-3, "float64": 1e-
 FLOOR_MARGIN = 0.85
 # An experiment stops sweeping at its time limit and errors at HARD_LIMIT times it.
 HARD_LIMIT = 1.5
-
-
-class ExperimentError(RuntimeError):
-    """The experiment cannot give a verdict (wrong kernel, impossible timing, missing feature)."""
+# The peer adapters `Context.peer` hands out (modules of flopkb/verify/peers/).
+PEERS = ("fla", "mamba_cuda", "mamba_ssm")
 
 
 class TimeLimitError(ExperimentError):
     pass
-
-
-class PeerUnavailable(RuntimeError):
-    """A peer implementation is not installed or fails to build: that combination is recorded
-    as `not-run` with this one-line reason, never silently skipped."""
 
 
 @dataclass(frozen=True)
@@ -178,6 +173,16 @@ class Context:
         from flopkb.verify.hashing import kernels_root
 
         return load_op(op, module, kernels_root(self.kb_root, op))
+
+    def peer(self, name: str) -> ModuleType:
+        """The adapter of peer library `name` (`flopkb.verify.peers.<name>`: fla, mamba_ssm,
+        mamba_cuda), so that code under kernels/ reaches peers without importing the run.
+        Importing an adapter never imports the peer itself; its loaders raise PeerUnavailable."""
+        import importlib
+
+        if name not in PEERS:
+            raise ValueError(f"expected a peer in {', '.join(PEERS)}, got {name!r}")
+        return importlib.import_module(f"flopkb.verify.peers.{name}")
 
     def check(self, label: str, out: Any, ref: Any, *, tol: float | None = None,
               exact: bool = False) -> float:

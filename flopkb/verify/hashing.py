@@ -3,6 +3,11 @@
 Torch-free: `flopkb validate` calls `current_hashes` and `stale_evidence` on any KB. Paths in a
 hash map are relative to the KB's `kernels/` folder, with "/" separators, so evidence written on
 one machine compares on another.
+
+A kernel moved is not a kernel changed: `compare` pairs a recorded path that is gone with a
+current path that is new when their sha256 digests are equal (one-to-one, as git's exact rename
+detection does), and reports the pair as moved, which does not stale the evidence. Paths on both
+sides still compare by path, so swapping two files' contents is a change to both.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from flopkb.kernelpkg import kernels_dir
 from flopkb.verify import registry
@@ -102,6 +108,8 @@ class Staleness:
     removed: tuple[str, ...]
     # (recorded, current) judge_revision when the experiment's judging rule changed since
     judge: tuple[int, int] | None = None
+    # (recorded path, current path) of files moved byte-identical: informational, not stale
+    moved: tuple[tuple[str, str], ...] = ()
 
     def describe(self) -> str:
         parts = []
@@ -111,15 +119,58 @@ class Staleness:
                              ("removed", self.removed)):
             if paths:
                 parts.append(f"{label}: {', '.join(paths)}")
+        if self.moved:
+            parts.append("moved, same content: "
+                         + ", ".join(f"{old} -> {new}" for old, new in self.moved))
         return "; ".join(parts)
 
 
-def compare(recorded: dict[str, str], now: dict[str, str]) -> tuple[tuple[str, ...], ...]:
-    """(changed, added, removed) paths between recorded and current hashes."""
+class Comparison(NamedTuple):
+    """Recorded vs current kernel hashes: paths whose content changed, paths only now, paths
+    only then, and (then, now) pairs of one content that moved."""
+
+    changed: tuple[str, ...]
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    moved: tuple[tuple[str, str], ...]
+
+
+def compare(recorded: dict[str, str], now: dict[str, str]) -> Comparison:
+    """Recorded vs current hashes. A path on both sides compares by path; a recorded path gone
+    and a current path new are one file moved when their digests are equal (`pair_moves`)."""
     changed = tuple(sorted(p for p in recorded.keys() & now.keys() if recorded[p] != now[p]))
-    added = tuple(sorted(now.keys() - recorded.keys()))
-    removed = tuple(sorted(recorded.keys() - now.keys()))
-    return changed, added, removed
+    gone = {p: recorded[p] for p in recorded.keys() - now.keys()}
+    new = {p: now[p] for p in now.keys() - recorded.keys()}
+    moved = pair_moves(gone, new)
+    added = tuple(sorted(new.keys() - {b for _, b in moved}))
+    removed = tuple(sorted(gone.keys() - {a for a, _ in moved}))
+    return Comparison(changed, added, removed, moved)
+
+
+def pair_moves(gone: dict[str, str], new: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """(gone path, new path) pairs of equal digest, each path in at most one pair.
+
+    Among several files of one content (empty `__init__.py` files, say) a gone path pairs first
+    with a new path of the same file name, then the rest in sorted order; what is left over
+    stays removed or added. A MISSING entry (the file was not there to hash) pairs with nothing.
+    """
+    by_digest: dict[str, list[str]] = {}
+    for path, digest in sorted(new.items()):
+        if digest != MISSING:
+            by_digest.setdefault(digest, []).append(path)
+    pairs: list[tuple[str, str]] = []
+    for digest, candidates in by_digest.items():
+        olds = sorted(p for p, d in gone.items() if d == digest)
+        for same_name in (True, False):
+            for old in list(olds):
+                name = old.rsplit("/", 1)[-1]
+                match = next((c for c in candidates
+                              if not same_name or c.rsplit("/", 1)[-1] == name), None)
+                if match is not None:
+                    pairs.append((old, match))
+                    olds.remove(old)
+                    candidates.remove(match)
+    return tuple(sorted(pairs))
 
 
 def judge_changed(catalogue: registry.Catalogue, ev) -> tuple[int, int] | None:
@@ -135,11 +186,13 @@ def judge_changed(catalogue: registry.Catalogue, ev) -> tuple[int, int] | None:
 def staleness(catalogue: registry.Catalogue, ev, hashes_now: dict[str, str]
               ) -> Staleness | None:
     """Why `ev` is stale against the kernel hashes `hashes_now` of its experiment and the
-    experiment's current judge revision; None when it is not."""
-    changed, added, removed = compare(dict(ev.kernel_hashes), hashes_now)
+    experiment's current judge revision; None when it is not (a file only moved, content
+    unchanged, is no reason: it is listed in `moved` when there is another)."""
+    found = compare(dict(ev.kernel_hashes), hashes_now)
     judge = judge_changed(catalogue, ev)
-    if changed or added or removed or judge:
-        return Staleness(ev.id, ev.experiment, changed, added, removed, judge)
+    if found.changed or found.added or found.removed or judge:
+        return Staleness(ev.id, ev.experiment, found.changed, found.added, found.removed, judge,
+                         found.moved)
     return None
 
 

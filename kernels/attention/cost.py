@@ -1,4 +1,5 @@
-"""FLOP and byte counts of causal attention forward, [B, T, H, D] inputs.
+"""FLOP and byte counts of causal attention forward, [B, T, H, D] inputs, and of one decode step
+over a KV cache (`decode_flops`, `decode_bytes`).
 
 FLOPs count the useful work: q k^T and p v each take 2 D FLOPs per unmasked (t, s) pair, and a
 causal mask keeps T (T + 1) / 2 pairs per batch and head (softmax's exp/max/sum are O(T^2) but
@@ -56,3 +57,13 @@ def split_kv_decode_bytes(b: int, hq: int, hkv: int, d: int, length: int, *,
     split partials (fp32, B Hq splits D) are the kernel's own traffic, not part of the floor."""
     s = decode_attended(length, window)
     return 2 * b * s * hkv * d * elt + 2 * b * hq * d * elt
+
+
+def decode_flops(b: int, hq: int, e: int, length: int) -> int:
+    """4 B Hq E L: q k^T and p v, 2 E FLOPs each per cached token."""
+    return 4 * b * hq * e * length
+
+
+def decode_bytes(b: int, hq: int, hkv: int, e: int, length: int, *, elt: int = 2) -> int:
+    """The KV cache read once, 2*B*L*Hkv*E*elt, plus q in and o out (2*B*Hq*E*elt)."""
+    return 2 * b * length * hkv * e * elt + 2 * b * hq * e * elt

@@ -94,6 +94,21 @@ def interpreter_configs() -> list[triton.Config]:
     return [triton.Config({"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2})]
 
 
+def tile_configs(tiles: list[tuple[int, int, int, int, int]], pre_hook=None) -> list[triton.Config]:
+    """Autotune configs from (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps) rows, GROUP_M 8."""
+    return [triton.Config({"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k, "GROUP_M": 8},
+                          num_stages=s, num_warps=w, pre_hook=pre_hook)
+            for m, n, k, s, w in tiles]
+
+
+def tuned_gemm(tiles: list[tuple[int, int, int, int, int]]):
+    """`gemm_kernel` autotuned over `tiles` (`tile_configs` rows; the one small
+    `interpreter_configs` tile under TRITON_INTERPRET=1), EVEN_K read from the shapes."""
+    configs = interpreter_configs() if interpreted() else tile_configs(tiles)
+    return triton.autotune(configs=configs, key=["M", "N", "K"])(
+        triton.heuristics({"EVEN_K": even_k})(gemm_kernel))
+
+
 def launch(
     kernel, a, b, c, *, acc_dtype, upcast_bf16: bool = False, input_precision: str | None = None
 ) -> None:

@@ -20,45 +20,18 @@ the benchmark checks equality on its inputs); it is not guaranteed.
 from __future__ import annotations
 
 import torch
-import triton
 import triton.language as tl
 
 from ._checks import check_operands, check_out
-from ._tiled import even_k, gemm_kernel, interpreted, interpreter_configs, launch
+from ._tiled import launch, tuned_gemm
 
 EMULATED_EXACT_MAX_K = 1024
 
 
-def _int8_configs() -> list[triton.Config]:
-    if interpreted():
-        return interpreter_configs()
-    # int8 tiles are half the bytes of bf16 ones: a K step of 128 keeps the same shared-memory
-    # footprint per stage as the bf16 GEMM's 64.
-    return [
-        triton.Config({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 128, "GROUP_M": 8},
-                      num_stages=3, num_warps=8),
-        triton.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 128, "GROUP_M": 8},
-                      num_stages=4, num_warps=8),
-    ]
-
-
-def _emulated_configs() -> list[triton.Config]:
-    if interpreted():
-        return interpreter_configs()
-    return [
-        triton.Config({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8},
-                      num_stages=3, num_warps=8),
-        triton.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8},
-                      num_stages=4, num_warps=8),
-    ]
-
-
-_native_kernel = triton.autotune(configs=_int8_configs(), key=["M", "N", "K"])(
-    triton.heuristics({"EVEN_K": even_k})(gemm_kernel)
-)
-_emulated_kernel = triton.autotune(configs=_emulated_configs(), key=["M", "N", "K"])(
-    triton.heuristics({"EVEN_K": even_k})(gemm_kernel)
-)
+# int8 tiles are half the bytes of bf16 ones: a K step of 128 keeps the same shared-memory
+# footprint per stage as the bf16 GEMM's 64.
+_native_kernel = tuned_gemm([(128, 256, 128, 3, 8), (128, 128, 128, 4, 8)])
+_emulated_kernel = tuned_gemm([(128, 256, 64, 3, 8), (128, 128, 64, 4, 8)])
 
 
 def int8_matmul_torch(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

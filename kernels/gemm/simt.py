@@ -10,31 +10,14 @@ SIMT one. That is the quantity `tensor_to_simt_ratio` compares. The peer is cuBL
 from __future__ import annotations
 
 import torch
-import triton
 import triton.language as tl
 
 from ._checks import check_operands, check_out
-from ._tiled import even_k, gemm_kernel, interpreted, interpreter_configs, launch
+from ._tiled import launch, tuned_gemm
 
-
-def _configs() -> list[triton.Config]:
-    if interpreted():
-        return interpreter_configs()
-    # FMA dots want fewer, thinner K steps than wgmma: each thread holds a register tile of c
-    # and streams BLOCK_K rank-1 updates through it.
-    return [
-        triton.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 16, "GROUP_M": 8},
-                      num_stages=3, num_warps=8),
-        triton.Config({"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8},
-                      num_stages=3, num_warps=4),
-        triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8},
-                      num_stages=3, num_warps=4),
-    ]
-
-
-_kernel = triton.autotune(configs=_configs(), key=["M", "N", "K"])(
-    triton.heuristics({"EVEN_K": even_k})(gemm_kernel)
-)
+# FMA dots want fewer, thinner K steps than wgmma: each thread holds a register tile of c and
+# streams BLOCK_K rank-1 updates through it.
+_kernel = tuned_gemm([(128, 128, 16, 3, 8), (128, 64, 32, 3, 4), (64, 64, 32, 3, 4)])
 
 
 def simt_matmul(

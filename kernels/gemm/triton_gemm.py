@@ -25,30 +25,17 @@ import triton.language as tl
 from .._platform import hopper_paths, portable
 from . import _tma
 from ._checks import check_operands, check_out
-from ._tiled import even_k, gemm_kernel, interpreted, interpreter_configs, launch
+from ._tiled import interpreted, launch, tile_configs, tuned_gemm
 
 SCHEDULES = ("auto", "pointer", "tma", "tma_persistent")
 # measured fastest on an H200 at 4096^3 and 8192^3 (bench/results/dense_h200.json)
 DEFAULT_SCHEDULE = "tma_persistent"
 
 
-def _configs() -> list[triton.Config]:
-    if interpreted():
-        return interpreter_configs()
-    return [
-        triton.Config({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8},
-                      num_stages=3, num_warps=8),
-        triton.Config({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8},
-                      num_stages=4, num_warps=8),
-        triton.Config({"BLOCK_M": 256, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8},
-                      num_stages=3, num_warps=8),
-        triton.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8},
-                      num_stages=4, num_warps=8),
-        # skinny products (the low-rank pair's x @ U with r = 256) have too few 128-wide tiles
-        # to fill 132 SMs; 64-row tiles double the tile count
-        triton.Config({"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8},
-                      num_stages=4, num_warps=4),
-    ]
+# bf16 tiles for the pointer schedule; skinny products (the low-rank pair's x @ U with r = 256)
+# have too few 128-wide tiles to fill 132 SMs, and 64-row tiles double the tile count
+_kernel = tuned_gemm([(128, 256, 64, 3, 8), (128, 256, 64, 4, 8), (256, 128, 64, 3, 8),
+                      (128, 128, 64, 4, 8), (64, 128, 64, 4, 4)])
 
 
 def _tma_configs(persistent: bool) -> list[triton.Config]:
@@ -60,16 +47,9 @@ def _tma_configs(persistent: bool) -> list[triton.Config]:
     shapes = [(128, 256, 64, 3, 8), (128, 256, 64, 4, 8), (128, 128, 64, 4, 8)]
     if not persistent:
         shapes.append((64, 128, 64, 4, 4))
-    return [
-        triton.Config({"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k, "GROUP_M": 8},
-                      num_stages=s, num_warps=w, pre_hook=hook)
-        for m, n, k, s, w in shapes
-    ]
+    return tile_configs(shapes, pre_hook=hook)
 
 
-_kernel = triton.autotune(configs=_configs(), key=["M", "N", "K"])(
-    triton.heuristics({"EVEN_K": even_k})(gemm_kernel)
-)
 _tma_kernel = triton.autotune(configs=_tma_configs(False), key=["M", "N", "K"])(_tma.tma_kernel)
 _tma_persistent_kernel = triton.autotune(configs=_tma_configs(True), key=["M", "N", "K"])(
     _tma.tma_persistent_kernel

@@ -1,4 +1,5 @@
-"""Ground truth for the reductions: the sum in float64 (exact enough to bound fp32 errors)."""
+"""Ground truth for the reductions: the sum in float64 (exact enough to bound fp32 errors), and
+the float64 scatter-add `scatter.py` is checked against."""
 
 from __future__ import annotations
 
@@ -21,3 +22,9 @@ def sum_error_bound(x: torch.Tensor, block: int) -> float:
     partials = -(-n // block)
     depth = block.bit_length() + partials + 1
     return depth * 2.0**-24 * x.double().abs().sum().item()
+
+
+def scatter_add_reference(src: torch.Tensor, index: torch.Tensor, bins: int) -> torch.Tensor:
+    """float64 [bins] = zeros.index_add_(0, index, src) for src [n], index [n] in [0, bins)."""
+    return torch.zeros(bins, dtype=torch.float64, device=src.device).index_add_(
+        0, index, src.double())

@@ -11,7 +11,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .._ssm_common import FLOAT_DTYPES, check_device, check_tensor
+from .._ssm_common import FLOAT_DTYPES, _softplus, check_device, check_tensor
 
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
@@ -47,12 +47,6 @@ def time_major_bc(Bm: torch.Tensor, Cm: torch.Tensor) -> tuple[torch.Tensor, tor
     """B and C copied to [B, T, N] (B*N*T elements each, ~1% of the traffic) so that one step's
     B and C are one contiguous row."""
     return Bm.transpose(1, 2).contiguous(), Cm.transpose(1, 2).contiguous()
-
-
-@triton.jit
-def _softplus(x):
-    # Same threshold as torch.nn.functional.softplus: linear above 20.
-    return tl.where(x <= 20.0, tl.log(1.0 + tl.exp(tl.minimum(x, 20.0))), x)
 
 
 @triton.jit

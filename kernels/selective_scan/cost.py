@@ -124,3 +124,20 @@ def training_bytes(
             + ckpt_bytes(batch, dim, steps, dstate, ckpt_every) + bc_copies
             + backward_bytes(batch, dim, steps, dstate, block_d, ckpt_every, in_bytes, bc_bytes,
                              has_d, has_bias, atomic_bc))
+
+
+# The decode step's state is float32: read once and written once per step.
+STATE_BYTES = 4
+
+
+def step_flops(b: int, dim: int, n: int) -> int:
+    """One decode step (`step.py`), 7 B DIM N: per state element dt*A, exp, decay*h, (dt x)*B,
+    add, C*h and its sum."""
+    return 7 * b * dim * n
+
+
+def step_bytes(b: int, dim: int, n: int, *, elt: int = 2) -> int:
+    """One decode step: state read + written 2*4*B*DIM*N, plus A (4*DIM*N), x, dt, y
+    (3*B*DIM*elt), B, C (2*B*N*elt), D, dt_bias (2*4*DIM); `elt` bytes per activation."""
+    return (2 * STATE_BYTES * b * dim * n + STATE_BYTES * dim * n + 3 * b * dim * elt
+            + 2 * b * n * elt + 2 * STATE_BYTES * dim)

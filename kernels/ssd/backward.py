@@ -1,4 +1,7 @@
-"""Chunked SSD backward and the autograd Function around the forward (`ssd_chunked_fn`).
+"""Chunked SSD backward: the six launches of `ssd_chunked_backward` and their tiling (`BwdConfig`).
+
+The autograd Function that calls this (`chunked.SSDChunkedFn`, `chunked.ssd_chunked_fn`) lives in
+the forward's module; this module never imports it (shared launch setup: `_launch.py`).
 
 Launch order (kernels in `_bwd_kernels.py` and, with REVERSE, `_chunk_kernels.py`):
 1. dstate        (tensor cores) dH_c = sum_i exp(cs_i) dy_i C_i^T per (chunk, head);
@@ -10,7 +13,7 @@ Launch order (kernels in `_bwd_kernels.py` and, with REVERSE, `_chunk_kernels.py
 6. ddt           (no matmul)    reverse cumsum of dcs in each chunk: ddt, dA partials;
 then two small sums (dA over batch and chunks, dD over batch and row blocks).
 
-What the forward keeps for this (`ssd_chunked_fn`): the inputs, plus what its own launches
+What the forward keeps for this (`chunked.ssd_chunked_fn`): the inputs, plus what its own launches
 already wrote: cs (float32 [B, H, T]), the per-group C.B tiles (float32 [B, nc, G, Q, Q]) and the
 chunk start states (x's dtype, [B, nc, H, P, N]); nothing is recomputed. At B*T = 32K tokens,
 H = 32, P = 64, N = 128, G = 1, Q = 256, bf16: 4.2 + 33.6 + 67.1 MB (`cost.saved_bytes`).
@@ -19,20 +22,14 @@ H = 32, P = 64, N = 128, G = 1, Q = 256, bf16: 4.2 + 33.6 + 67.1 MB (`cost.saved
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 import triton
 
-from ._args import check_chunk_size, check_ssd_args
+from ._args import check_ssd_args
 from ._bwd_kernels import _bwd_dbc_kernel, _bwd_dcb_kernel, _bwd_ddt_kernel, _bwd_dx_kernel
 from ._chunk_kernels import _chunk_state_kernel, _state_passing_kernel
-from .chunked import (
-    dot_dim,
-    dot_precision,
-    ssd_chunked_stages,
-    upcast_dot,
-)
+from ._launch import Tiling
 
 
 @dataclass(frozen=True)
@@ -49,37 +46,15 @@ class BwdConfig:
     r_in_dx: bool = False
 
 
-# Named forward+backward configurations for a GPU sweep (bench/kernels_ssd_bwd.py). Each maps to
-# `ssd_chunked_fn` keywords; every one is plain tl.dot tiling (no TMA, no warp specialisation) and
-# compiles for sm_80 / sm_89 too; only q256_bm128_w8 needs more shared memory (112.5 KB in the dx
-# kernel) than an Ada GPU gives one block.
-VARIANTS: dict[str, dict[str, Any]] = {
-    # Hopper default: the forward's best chunk (256) and tiles, backward 64-row blocks, 4 warps.
-    "q256": {"chunk_size": 256},
-    # Shorter chunk: half the intra-chunk (Q^2) work, twice the state traffic.
-    "q128": {"chunk_size": 128},
-    # Larger backward row blocks with 8 warps: fewer, fatter programs and MMA tiles.
-    "q256_bm128_w8": {"chunk_size": 256, "bwd": BwdConfig(block_m=128, num_warps=8)},
-    # One more software-pipeline stage in the backward loops (more shared memory per program).
-    "q256_s3": {"chunk_size": 256, "bwd": BwdConfig(num_stages=3)},
-    # The per-group kernel's heads in 1 / 4 programs: parallelism vs partial-sum traffic.
-    "q256_split1": {"chunk_size": 256, "bwd": BwdConfig(head_split=1)},
-    "q256_split4": {"chunk_size": 256, "bwd": BwdConfig(head_split=4)},
-    # Backward with 8 warps at 64-row blocks.
-    "q256_w8": {"chunk_size": 256, "bwd": BwdConfig(num_warps=8)},
-    # R in the dx kernel: +1 dot per tile there, no [64, 64] elementwise work per head in dCB.
-    "q256_rdx": {"chunk_size": 256, "bwd": BwdConfig(r_in_dx=True)},
-    "q256_rdx_w8": {"chunk_size": 256, "bwd": BwdConfig(r_in_dx=True, num_warps=8)},
-}
-
-
 def _buffer(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """An uninitialised buffer; the tests patch this to fill with NaN so that an element no kernel
     writes (or one read before it is written) shows in the gradients."""
     return torch.empty(shape, dtype=dtype, device=device)
 
 
-def _head_split(want: int | None, heads_per_group: int, programs: int) -> int:
+def check_head_split(want: int | None, heads_per_group: int, programs: int) -> int:
+    """`want` checked against the heads per group, or (None) the smallest power-of-two split
+    giving `programs` x split at least 1024 programs."""
     if want is not None:
         if want < 1 or heads_per_group % want:
             raise ValueError(
@@ -111,12 +86,9 @@ def ssd_chunked_backward(
     dD is None without Dskip. dx, ddt, dB, dC come in their input's dtype, dA and dD in fp32."""
     s = check_ssd_args(x, dt, A, Bm, Cm, Dskip, dy, chunk_size=chunk_size)
     nchunks = triton.cdiv(s.steps, chunk_size)
-    bp, bn = dot_dim(s.headdim), dot_dim(s.dstate)
+    bp, bn, prec, upcast, hpg = Tiling.of(s, x.dtype)
     bm = min(chunk_size, cfg.block_m)
     bk = min(chunk_size, 64)
-    prec = dot_precision(x.dtype)
-    upcast = upcast_dot(x.dtype)
-    hpg = s.heads // s.groups
     row_blocks = triton.cdiv(chunk_size, bm)
     bh = s.batch * s.heads
     dev = s.device
@@ -154,7 +126,7 @@ def ssd_chunked_backward(
         BLOCK_M=bm, BLOCK_P=bp, BLOCK_N=bn, R_IN_DX=cfg.r_in_dx, **tune,
     )
 
-    split = _head_split(cfg.head_split, hpg, s.batch * s.groups * nchunks * row_blocks)
+    split = check_head_split(cfg.head_split, hpg, s.batch * s.groups * nchunks * row_blocks)
     hpp = hpg // split
     # dCB partials are rounded to x's dtype (the dbc dots take them in that dtype anyway).
     dcb = _buffer((s.batch, nchunks, split, s.groups, chunk_size, chunk_size), x.dtype, dev)
@@ -188,61 +160,3 @@ def ssd_chunked_backward(
     dA = da_part.sum(dim=(0, 2))
     dD = dd_part.view(s.batch, s.heads, -1).sum(dim=(0, 2)) if Dskip is not None else None
     return dx, ddt, dA, dB, dC, dD
-
-
-@dataclass(frozen=True)
-class _FwdConfig:
-    block_m: int
-    num_warps: int
-    num_stages: int
-
-
-class SSDChunkedFn(torch.autograd.Function):
-    """y = ssd_chunked(x, dt, A, Bm, Cm, Dskip) with the bundled Triton backward."""
-
-    @staticmethod
-    def forward(ctx, x, dt, A, Bm, Cm, Dskip, chunk_size, fwd, bwd):  # type: ignore[override]
-        shape = check_ssd_args(x, dt, A, Bm, Cm, Dskip, None)
-        # A bad backward tiling fails here, before the forward's work, not in backward().
-        _head_split(bwd.head_split, shape.heads // shape.groups, 1)
-        run = ssd_chunked_stages(
-            x, dt, A, Bm, Cm, Dskip, chunk_size,
-            block_m=fwd.block_m, num_warps=fwd.num_warps, num_stages=fwd.num_stages,
-        )
-        y = run()
-        ctx.save_for_backward(x, dt, A, Bm, Cm, Dskip, run.cs, run.cb, run.start_states)
-        ctx.chunk_size = chunk_size
-        ctx.bwd = bwd
-        return y
-
-    @staticmethod
-    def backward(ctx, dy):  # type: ignore[override]
-        x, dt, A, Bm, Cm, Dskip, cs, cb, start_states = ctx.saved_tensors
-        grads = ssd_chunked_backward(
-            dy.contiguous(), x, dt, A, Bm, Cm, Dskip, cs, cb, start_states, ctx.chunk_size,
-            ctx.bwd,
-        )
-        needed = ctx.needs_input_grad
-        out = [g if needed[k] else None for k, g in enumerate(grads)]
-        return (*out, None, None, None)
-
-
-def ssd_chunked_fn(
-    x: torch.Tensor,
-    dt: torch.Tensor,
-    A: torch.Tensor,
-    Bm: torch.Tensor,
-    Cm: torch.Tensor,
-    Dskip: torch.Tensor | None = None,
-    chunk_size: int = 64,
-    *,
-    block_m: int = 64,
-    num_warps: int = 4,
-    num_stages: int = 2,
-    bwd: BwdConfig | None = None,
-) -> torch.Tensor:
-    """`ssd_chunked` (same arguments and result) as an autograd op: `y.backward(dy)` fills the
-    gradients of x, dt, A, Bm, Cm and Dskip with the bundled backward kernels; `bwd` tiles those."""
-    check_chunk_size(chunk_size)
-    fwd = _FwdConfig(block_m, num_warps, num_stages)
-    return SSDChunkedFn.apply(x, dt, A, Bm, Cm, Dskip, chunk_size, fwd, bwd or BwdConfig())

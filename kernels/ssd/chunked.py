@@ -10,152 +10,55 @@ Four launches (see `_chunk_kernels.py`):
 Mamba's separate cumsum kernel is folded into (2). The start states are stored in x's dtype: (4)
 rounds them to it for its tensor-core dot anyway. `ssd_chunked_stages` exposes the launches
 separately so `flopkb verify` can measure the share of time spent in matmul stages (claim B1).
+
+The autograd Function (`SSDChunkedFn`, `ssd_chunked_fn`) lives here too: its backward launches
+come from `backward.py`, which never imports this module (shared launch setup: `_launch.py`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
-import triton
 
-from .._ssm_common import interpreting
-from ._args import SSDShape, check_ssd_args
-from ._chunk_kernels import (
-    _chunk_bmm_kernel,
-    _chunk_scan_kernel,
-    _chunk_state_kernel,
-    _state_passing_kernel,
-)
+from ._args import check_chunk_size, check_ssd_args
+from ._launch import ChunkedRun, chunked_run
+from .backward import BwdConfig, check_head_split, ssd_chunked_backward
 
 MATMUL_STAGES = ("chunk_bmm", "chunk_state", "chunk_scan")
 
-
-def dot_precision(dtype: torch.dtype) -> str:
-    """fp32 inputs get exact fp32 dots (the tests compare against float64); 16-bit inputs use
-    tensor cores natively and ignore the setting."""
-    return "ieee" if dtype == torch.float32 else "tf32"
-
-
-def upcast_dot(dtype: torch.dtype) -> bool:
-    """True when dots must run on float32 copies: bf16 under Triton's CPU interpreter, whose
-    `tl.dot` multiplies bf16 bit patterns as integers (triton 3.9)."""
-    return dtype == torch.bfloat16 and interpreting()
-
-
-def dot_dim(n: int) -> int:
-    """Tile size for a `tl.dot` axis: a power of two, at least 16 (the MMA minimum)."""
-    return max(16, triton.next_power_of_2(n))
-
-
-@dataclass
-class ChunkedRun:
-    """Buffers and the three stage launches of one chunked SSD forward.
-
-    `stages` maps stage name -> zero-argument callable, in execution order; running them all
-    leaves y in `out`. Chunk end states are float32 [B, nchunks, H, P, N], start states the same
-    shape in x's dtype; cs is float32 [B, H, T] (log2 units); cb is float32 [B, nchunks, G, Q, Q].
-    """
-
-    stages: dict[str, Callable[[], None]]
-    out: torch.Tensor
-    states: torch.Tensor
-    start_states: torch.Tensor
-    cs: torch.Tensor
-    cb: torch.Tensor
-
-    def __call__(self) -> torch.Tensor:
-        for launch in self.stages.values():
-            launch()
-        return self.out
+# Named forward+backward configurations for a GPU sweep (bench/kernels_ssd_bwd.py). Each maps to
+# `ssd_chunked_fn` keywords; every one is plain tl.dot tiling (no TMA, no warp specialisation) and
+# compiles for sm_80 / sm_89 too; only q256_bm128_w8 needs more shared memory (112.5 KB in the dx
+# kernel) than an Ada GPU gives one block.
+VARIANTS: dict[str, dict[str, Any]] = {
+    # Hopper default: the forward's best chunk (256) and tiles, backward 64-row blocks, 4 warps.
+    "q256": {"chunk_size": 256},
+    # Shorter chunk: half the intra-chunk (Q^2) work, twice the state traffic.
+    "q128": {"chunk_size": 128},
+    # Larger backward row blocks with 8 warps: fewer, fatter programs and MMA tiles.
+    "q256_bm128_w8": {"chunk_size": 256, "bwd": BwdConfig(block_m=128, num_warps=8)},
+    # One more software-pipeline stage in the backward loops (more shared memory per program).
+    "q256_s3": {"chunk_size": 256, "bwd": BwdConfig(num_stages=3)},
+    # The per-group kernel's heads in 1 / 4 programs: parallelism vs partial-sum traffic.
+    "q256_split1": {"chunk_size": 256, "bwd": BwdConfig(head_split=1)},
+    "q256_split4": {"chunk_size": 256, "bwd": BwdConfig(head_split=4)},
+    # Backward with 8 warps at 64-row blocks.
+    "q256_w8": {"chunk_size": 256, "bwd": BwdConfig(num_warps=8)},
+    # R in the dx kernel: +1 dot per tile there, no [64, 64] elementwise work per head in dCB.
+    "q256_rdx": {"chunk_size": 256, "bwd": BwdConfig(r_in_dx=True)},
+    "q256_rdx_w8": {"chunk_size": 256, "bwd": BwdConfig(r_in_dx=True, num_warps=8)},
+}
 
 
-def chunked_run(
-    x: torch.Tensor,
-    dt: torch.Tensor,
-    A: torch.Tensor | None,
-    Bm: torch.Tensor,
-    Cm: torch.Tensor,
-    Dskip: torch.Tensor | None,
-    chunk_size: int,
-    *,
-    log_decay: torch.Tensor | None = None,
-    block_m: int = 64,
-    num_warps: int = 4,
-    num_stages: int = 2,
-    out: torch.Tensor | None = None,
-) -> ChunkedRun:
-    """The launches of the chunked schedule, scalar decay (A) or per-channel (log_decay, A None;
-    no chunk_bmm stage then, since scores cannot be shared across heads)."""
-    per_channel = log_decay is not None
-    s: SSDShape = check_ssd_args(x, dt, A, Bm, Cm, Dskip, out, log_decay=log_decay,
-                                 chunk_size=chunk_size)
-    if out is None:
-        out = torch.empty_like(x)
-    nchunks = triton.cdiv(s.steps, chunk_size)
-    bp, bn = dot_dim(s.headdim), dot_dim(s.dstate)
-    bk = min(chunk_size, 64)
-    bm = min(chunk_size, block_m)
-    prec = dot_precision(x.dtype)
-    upcast = upcast_dot(x.dtype)
-    hpg = s.heads // s.groups
-    states = torch.empty(
-        s.batch, nchunks, s.heads, s.headdim, s.dstate, dtype=torch.float32, device=s.device
-    )
-    start_states = torch.empty_like(states, dtype=x.dtype)
-    if per_channel:
-        # The in-chunk cumulative decay per channel, [B, T, H, N] float32.
-        cs = torch.empty(s.batch, s.steps, s.heads, s.dstate, dtype=torch.float32,
-                         device=s.device)
-        cb = cs[:0]
-        decay = log_decay
-    else:
-        cs = torch.empty(s.batch, s.heads, s.steps, dtype=torch.float32, device=s.device)
-        cb = torch.empty(s.batch, nchunks, s.groups, chunk_size, chunk_size,
-                         dtype=torch.float32, device=s.device)
-        decay = A
-    pn = s.headdim * s.dstate
-    sp_block = min(1024, triton.next_power_of_2(pn))
-    row_blocks = triton.cdiv(chunk_size, bm)
+@dataclass(frozen=True)
+class FwdConfig:
+    """Tiling of the forward launches (the `block_m`, `num_warps`, `num_stages` keywords)."""
 
-    def chunk_bmm() -> None:
-        _chunk_bmm_kernel[(s.batch * s.groups, nchunks * row_blocks)](
-            Bm, Cm, cb, s.steps, s.groups, s.dstate, chunk_size, nchunks, row_blocks,
-            DOT_PREC=prec, UPCAST_DOT=upcast, BLOCK_M=bm, BLOCK_N=bn,
-            num_warps=num_warps, num_stages=num_stages,
-        )
-
-    def chunk_state() -> None:
-        _chunk_state_kernel[(s.batch * s.heads, nchunks)](
-            x, dt, decay, Bm, states, cs,
-            s.steps, s.heads, s.headdim, s.dstate, hpg, chunk_size, nchunks,
-            COMPUTE_STATE=True, DOT_PREC=prec, UPCAST_DOT=upcast,
-            BLOCK_K=bk, BLOCK_P=bp, BLOCK_N=bn, PER_CHANNEL=per_channel,
-            num_warps=num_warps, num_stages=num_stages,
-        )
-
-    def state_passing() -> None:
-        _state_passing_kernel[(triton.cdiv(pn, sp_block), s.batch * s.heads)](
-            states, cs, start_states, states, states,
-            s.steps, s.heads, s.dstate, pn, chunk_size, nchunks,
-            BLOCK=sp_block, PER_CHANNEL=per_channel, num_warps=4,
-        )
-
-    def chunk_scan() -> None:
-        _chunk_scan_kernel[(s.batch * s.heads, nchunks * row_blocks)](
-            x, dt, Bm, Cm, Dskip if Dskip is not None else dt, cs, start_states, cb, out,
-            s.steps, s.heads, s.headdim, s.dstate, hpg, chunk_size, nchunks, row_blocks,
-            HAS_STATE=True, HAS_CB=not per_channel, HAS_D=Dskip is not None, DOT_PREC=prec,
-            UPCAST_DOT=upcast, BLOCK_M=bm, BLOCK_P=bp, BLOCK_N=bn, PER_CHANNEL=per_channel,
-            SPREAD_MAX=10.0 if x.dtype == torch.float16 else 100.0,
-            num_warps=num_warps, num_stages=num_stages,
-        )
-
-    stages = {} if per_channel else {"chunk_bmm": chunk_bmm}
-    stages |= {"chunk_state": chunk_state, "state_passing": state_passing,
-               "chunk_scan": chunk_scan}
-    return ChunkedRun(stages, out, states, start_states, cs, cb)
+    block_m: int = 64
+    num_warps: int = 4
+    num_stages: int = 2
 
 
 def ssd_chunked_stages(
@@ -197,22 +100,61 @@ def ssd_chunked(
     Bm, Cm [B, T, G, N]; Dskip [H] fp32; chunk_size in 16..256 (powers of two).
     Returns y [B, T, H, P] in x's dtype; `out` (optional) receives it.
 
-    When grad mode is on and an input requires grad, this runs as `backward.ssd_chunked_fn`
-    (the bundled Triton backward, default backward tiling); otherwise nothing is saved."""
+    When grad mode is on and an input requires grad, this runs as `ssd_chunked_fn` (the bundled
+    Triton backward, default backward tiling); otherwise nothing is saved."""
+    tune = {"block_m": block_m, "num_warps": num_warps, "num_stages": num_stages}
     if torch.is_grad_enabled() and any(
         t is not None and t.requires_grad for t in (x, dt, A, Bm, Cm, Dskip)
     ):
         if out is not None:
             raise ValueError("expected out=None when an input requires grad, got an out buffer")
-        # Imported here: backward.py builds on this module.
-        from .backward import ssd_chunked_fn
+        return ssd_chunked_fn(x, dt, A, Bm, Cm, Dskip, chunk_size, **tune)
+    return chunked_run(x, dt, A, Bm, Cm, Dskip, chunk_size, out=out, **tune)()
 
-        return ssd_chunked_fn(
-            x, dt, A, Bm, Cm, Dskip, chunk_size,
-            block_m=block_m, num_warps=num_warps, num_stages=num_stages,
+
+class SSDChunkedFn(torch.autograd.Function):
+    """y = ssd_chunked(x, dt, A, Bm, Cm, Dskip) with the bundled Triton backward."""
+
+    @staticmethod
+    def forward(ctx, x, dt, A, Bm, Cm, Dskip, chunk_size, fwd, bwd):  # type: ignore[override]
+        shape = check_ssd_args(x, dt, A, Bm, Cm, Dskip, None)
+        # A bad backward tiling fails here, before the forward's work, not in backward().
+        check_head_split(bwd.head_split, shape.heads // shape.groups, 1)
+        run = chunked_run(x, dt, A, Bm, Cm, Dskip, chunk_size, **vars(fwd))
+        y = run()
+        ctx.save_for_backward(x, dt, A, Bm, Cm, Dskip, run.cs, run.cb, run.start_states)
+        ctx.chunk_size = chunk_size
+        ctx.bwd = bwd
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):  # type: ignore[override]
+        x, dt, A, Bm, Cm, Dskip, cs, cb, start_states = ctx.saved_tensors
+        grads = ssd_chunked_backward(
+            dy.contiguous(), x, dt, A, Bm, Cm, Dskip, cs, cb, start_states, ctx.chunk_size,
+            ctx.bwd,
         )
-    run = ssd_chunked_stages(
-        x, dt, A, Bm, Cm, Dskip, chunk_size,
-        block_m=block_m, num_warps=num_warps, num_stages=num_stages, out=out,
-    )
-    return run()
+        needed = ctx.needs_input_grad
+        out = [g if needed[k] else None for k, g in enumerate(grads)]
+        return (*out, None, None, None)
+
+
+def ssd_chunked_fn(
+    x: torch.Tensor,
+    dt: torch.Tensor,
+    A: torch.Tensor,
+    Bm: torch.Tensor,
+    Cm: torch.Tensor,
+    Dskip: torch.Tensor | None = None,
+    chunk_size: int = 64,
+    *,
+    block_m: int = 64,
+    num_warps: int = 4,
+    num_stages: int = 2,
+    bwd: BwdConfig | None = None,
+) -> torch.Tensor:
+    """`ssd_chunked` (same arguments and result) as an autograd op: `y.backward(dy)` fills the
+    gradients of x, dt, A, Bm, Cm and Dskip with the bundled backward kernels; `bwd` tiles those."""
+    check_chunk_size(chunk_size)
+    fwd = FwdConfig(block_m, num_warps, num_stages)
+    return SSDChunkedFn.apply(x, dt, A, Bm, Cm, Dskip, chunk_size, fwd, bwd or BwdConfig())

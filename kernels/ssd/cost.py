@@ -140,3 +140,20 @@ def training_flops(
     """Forward + backward FLOPs of one chunked training step."""
     fwd = flops("chunked", batch, steps, heads, headdim, dstate, chunk, has_d)
     return fwd + backward_flops(batch, steps, heads, headdim, dstate, chunk, groups, has_d)
+
+
+# The decode step's state is float32: read once and written once per step.
+STATE_BYTES = 4
+
+
+def step_flops(b: int, heads: int, p: int, n: int) -> int:
+    """One decode step (`step.py`), 5 B H P N: per state element decay*h, (dt x)*B, add, C*h and
+    its sum."""
+    return 5 * b * heads * p * n
+
+
+def step_bytes(b: int, heads: int, p: int, n: int, groups: int, *, elt: int = 2) -> int:
+    """One decode step: state read + written 2*4*B*H*P*N, plus x, y (2*B*H*P*elt), B, C
+    (2*B*G*N*elt), dt (B*H*elt), A, D, dt_bias (3*4*H); `elt` bytes per activation."""
+    return (2 * STATE_BYTES * b * heads * p * n + 2 * b * heads * p * elt
+            + 2 * b * groups * n * elt + b * heads * elt + 3 * STATE_BYTES * heads)

@@ -1,9 +1,10 @@
 """Chunked SSD with one decay per (head, state dimension): the GLA / HGRN2 form, for claim A5.
 
 state_t[p, n] = exp(g_t[n]) state_{t-1}[p, n] + dt_t x_t[p] B_t[n];  y_t = state_t C_t + D x_t,
-with log-decay g [B, T, H, N] (<= 0, natural log). The same kernels as `chunked.py`, switched by
-the PER_CHANNEL constexpr (three launches: chunk_state -> state_passing -> chunk_scan, BLOCK_M row
-blocks, tensor-core dots), so that the two differ only in what a per-channel decay forces:
+with log-decay g [B, T, H, N] (<= 0, natural log). The same kernels and launches as `chunked.py`
+(`_launch.chunked_run`), switched by the PER_CHANNEL constexpr (three launches: chunk_state ->
+state_passing -> chunk_scan, BLOCK_M row blocks, tensor-core dots), so that the two differ only in
+what a per-channel decay forces:
 
 - the decay no longer factors out of C_i . B_j, so each (row block, column block) pair rescales
   its C and B tiles elementwise ([BLOCK_M, N] exp2 each, against [BLOCK_M, BLOCK_M] for a scalar
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import torch
 
-from .chunked import chunked_run
+from ._launch import chunked_run
 
 
 def ssd_chunked_per_channel(

@@ -16,7 +16,7 @@ import triton
 
 from ._args import check_ssd_args
 from ._chunk_kernels import _chunk_scan_kernel, _chunk_state_kernel
-from .chunked import dot_dim, dot_precision, upcast_dot
+from ._launch import Tiling
 
 
 def ssd_quadratic(
@@ -36,9 +36,8 @@ def ssd_quadratic(
     s = check_ssd_args(x, dt, A, Bm, Cm, Dskip, out)
     if out is None:
         out = torch.empty_like(x)
-    bp, bn = dot_dim(s.headdim), dot_dim(s.dstate)
+    bp, bn, prec, upcast, hpg = Tiling.of(s, x.dtype)
     bm = max(16, min(block_m, triton.next_power_of_2(s.steps)))
-    hpg = s.heads // s.groups
     cs = torch.empty(s.batch, s.heads, s.steps, dtype=torch.float32, device=s.device)
     # One "chunk" spanning the sequence: the state kernel only writes the global cumsum here.
     _chunk_state_kernel[(s.batch * s.heads, 1)](
@@ -51,8 +50,8 @@ def ssd_quadratic(
     _chunk_scan_kernel[(s.batch * s.heads, row_blocks)](
         x, dt, Bm, Cm, Dskip if Dskip is not None else A, cs, cs, cs, out,
         s.steps, s.heads, s.headdim, s.dstate, hpg, s.steps, 1, row_blocks,
-        HAS_STATE=False, HAS_CB=False, HAS_D=Dskip is not None, DOT_PREC=dot_precision(x.dtype),
-        UPCAST_DOT=upcast_dot(x.dtype),
+        HAS_STATE=False, HAS_CB=False, HAS_D=Dskip is not None, DOT_PREC=prec,
+        UPCAST_DOT=upcast,
         BLOCK_M=bm, BLOCK_P=bp, BLOCK_N=bn, num_warps=num_warps, num_stages=num_stages,
     )
     return out

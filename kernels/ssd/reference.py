@@ -5,7 +5,8 @@ Per head h (group g = h // (H // G)):
     y_t     = state_t C_t + D_h x_t
 `ssd_reference` steps that recurrence; `ssd_quadratic_reference` evaluates the same map as one
 masked [T, T] matrix (the attention-like "dual" form). Both compute in float32 (float64 for float64
-x).
+x). `mamba2_step_reference` is one decode step of it (`step.py`), its float32 state updated in
+place as the kernel does.
 """
 
 from __future__ import annotations
@@ -17,9 +18,43 @@ def _acc_dtype(x: torch.Tensor) -> torch.dtype:
     return torch.float64 if x.dtype == torch.float64 else torch.float32
 
 
-def _heads(t: torch.Tensor, heads: int) -> torch.Tensor:
-    """[B, T, G, N] -> [B, T, H, N] by repeating each group over its heads."""
-    return t.repeat_interleave(heads // t.shape[2], dim=2)
+def _heads(t: torch.Tensor, heads: int, dim: int = 2) -> torch.Tensor:
+    """[B, T, G, N] -> [B, T, H, N] (groups on axis `dim`) by repeating each group over its
+    heads."""
+    return t.repeat_interleave(heads // t.shape[dim], dim=dim)
+
+
+def _recurrence(
+    x: torch.Tensor,
+    dt: torch.Tensor,
+    decay: torch.Tensor,
+    Bm: torch.Tensor,
+    Cm: torch.Tensor,
+    Dskip: torch.Tensor | None,
+) -> torch.Tensor:
+    """state_t = decay_t * state_{t-1} + dt_t x_t B_t^T, y_t = state_t C_t + D x_t, stepped in
+    the accumulation dtype. decay [B, T, H, 1, 1] (one per head) or [B, T, H, 1, N] (one per
+    state channel), already exponentiated and in that dtype; other shapes as `ssd_reference`."""
+    acc = _acc_dtype(x)
+    batch, steps, heads, p = x.shape
+    xf, dtf = x.to(acc), dt.to(acc)
+    Bf, Cf = _heads(Bm.to(acc), heads), _heads(Cm.to(acc), heads)
+    state = torch.zeros(batch, heads, p, Bm.shape[-1], dtype=acc, device=x.device)
+    y = torch.empty(batch, steps, heads, p, dtype=acc, device=x.device)
+    for t in range(steps):
+        state, y[:, t] = _update(state, decay[:, t], dtf[:, t, :, None] * xf[:, t], Bf[:, t],
+                                 Cf[:, t])
+    if Dskip is not None:
+        y = y + xf * Dskip.to(acc)[None, None, :, None]
+    return y.to(x.dtype)
+
+
+def _update(state: torch.Tensor, decay: torch.Tensor, dtx: torch.Tensor, Bh: torch.Tensor,
+            Ch: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """One step: state [B, H, P, N] -> decay * state + dtx Bh^T, and y [B, H, P] = state Ch;
+    decay broadcasts against the state, dtx [B, H, P], Bh, Ch [B, H, N]."""
+    state = decay * state + dtx[:, :, :, None] * Bh[:, :, None, :]
+    return state, torch.einsum("bhpn,bhn->bhp", state, Ch)
 
 
 def ssd_reference(
@@ -33,19 +68,8 @@ def ssd_reference(
     """Sequential recurrence. x [B, T, H, P]; dt [B, T, H] (>0); A [H] (<0); Bm, Cm [B, T, G, N];
     Dskip [H]. Returns y [B, T, H, P] in x's dtype."""
     acc = _acc_dtype(x)
-    batch, steps, heads, p = x.shape
-    xf, dtf, Af = x.to(acc), dt.to(acc), A.to(acc)
-    Bf, Cf = _heads(Bm.to(acc), heads), _heads(Cm.to(acc), heads)
-    state = torch.zeros(batch, heads, p, Bm.shape[-1], dtype=acc, device=x.device)
-    y = torch.empty(batch, steps, heads, p, dtype=acc, device=x.device)
-    for t in range(steps):
-        decay = torch.exp(dtf[:, t] * Af)[:, :, None, None]
-        inp = (dtf[:, t, :, None] * xf[:, t])[:, :, :, None] * Bf[:, t, :, None, :]
-        state = decay * state + inp
-        y[:, t] = torch.einsum("bhpn,bhn->bhp", state, Cf[:, t])
-    if Dskip is not None:
-        y = y + xf * Dskip.to(acc)[None, None, :, None]
-    return y.to(x.dtype)
+    decay = torch.exp(dt.to(acc) * A.to(acc))[:, :, :, None, None]
+    return _recurrence(x, dt, decay, Bm, Cm, Dskip)
 
 
 def ssd_quadratic_reference(
@@ -86,19 +110,8 @@ def ssd_per_channel_reference(
     state_t[p, n] = exp(log_decay[b, t, h, n]) state_{t-1}[p, n] + dt_t x_t[p] B_t[n];
     y_t = state_t C_t + D x_t. log_decay [B, T, H, N] (<= 0); other shapes as `ssd_reference`.
     """
-    acc = _acc_dtype(x)
-    batch, steps, heads, p = x.shape
-    xf, dtf, gf = x.to(acc), dt.to(acc), log_decay.to(acc)
-    Bf, Cf = _heads(Bm.to(acc), heads), _heads(Cm.to(acc), heads)
-    state = torch.zeros(batch, heads, p, Bm.shape[-1], dtype=acc, device=x.device)
-    y = torch.empty(batch, steps, heads, p, dtype=acc, device=x.device)
-    for t in range(steps):
-        inp = (dtf[:, t, :, None] * xf[:, t])[:, :, :, None] * Bf[:, t, :, None, :]
-        state = torch.exp(gf[:, t])[:, :, None, :] * state + inp
-        y[:, t] = torch.einsum("bhpn,bhn->bhp", state, Cf[:, t])
-    if Dskip is not None:
-        y = y + xf * Dskip.to(acc)[None, None, :, None]
-    return y.to(x.dtype)
+    decay = torch.exp(log_decay.to(_acc_dtype(x)))[:, :, :, None, :]
+    return _recurrence(x, dt, decay, Bm, Cm, Dskip)
 
 
 def ssd_chunked_reference(
@@ -150,3 +163,38 @@ def ssd_chunked_reference(
     if Dskip is not None:
         y = y + x.to(acc) * Dskip.to(acc)[None, None, :, None]
     return y.to(x.dtype)
+
+
+def mamba2_step_reference(
+    state: torch.Tensor,
+    x: torch.Tensor,
+    dt: torch.Tensor,
+    A: torch.Tensor,
+    Bm: torch.Tensor,
+    Cm: torch.Tensor,
+    D: torch.Tensor | None = None,
+    dt_bias: torch.Tensor | None = None,
+    dt_softplus: bool = True,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """One decode step in float32, per head h: H[P, N] = exp(dt_h A_h) H + dt_h x_h B_g^T,
+    y_h = H C_g + D_h x_h, with g = h // (heads / groups) and dt = softplus(dt + dt_bias).
+
+    state: [B, H, P, N] float32 (updated in place); x: [B, H, P]; dt: [B, H]; A, D, dt_bias: [H];
+    Bm, Cm: [B, G, N]. Returns y [B, H, P] in x's dtype (into `out` if given).
+    """
+    d = dt.float() if dt_bias is None else dt.float() + dt_bias.float()
+    if dt_softplus:
+        d = torch.nn.functional.softplus(d)
+    xf = x.float()
+    decay = torch.exp(d * A.float()[None])[:, :, None, None]
+    h, y = _update(state, decay, d[:, :, None] * xf, _heads(Bm.float(), x.shape[1], 1),
+                   _heads(Cm.float(), x.shape[1], 1))
+    state.copy_(h)
+    if D is not None:
+        y = y + D.float()[None, :, None] * xf
+    y = y.to(x.dtype)
+    if out is not None:
+        out.copy_(y)
+        return out
+    return y

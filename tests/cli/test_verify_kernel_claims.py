@@ -18,12 +18,12 @@ cli = CliRunner()
 
 @pytest.mark.parametrize(("claim", "experiment", "checks"), [
     ("selective-ssm-scan/fused-scan-vs-pytorch", "scan-benchmark",
-     {"selective_scan.scan.selective_scan T=23",
+     {"selective_scan.forward.selective_scan T=23",
       "selective_scan.unfused.selective_scan_unfused T=23",
       "attention.sdpa.causal_attention[math]"}),
     ("selective-ssm-scan/fused-scan-vs-flash-attention", "scan-benchmark", set()),
     ("flash-attention-2/non-matmul-flop-cost", "non-matmul-cost",
-     {"nonmatmul.chain.fp32_chain[exp, 9]", "gemm.cublas.torch_matmul"}),
+     {"nonmatmul.forward.fp32_chain[exp, 9]", "gemm.cublas.torch_matmul"}),
     ("selective-ssm-scan/worst-at-long-prefill", "prefill-trend", set()),
 ])
 def test_plan_mode_runs_every_cpu_check_and_exits_0(claim, experiment, checks):

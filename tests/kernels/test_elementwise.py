@@ -18,7 +18,7 @@ from flopkb.kernelpkg import load_op
 @pytest.fixture(scope="module")
 def ew(kernels) -> SimpleNamespace:
     return SimpleNamespace(
-        ops=load_op("elementwise", "axpby"),
+        ops=load_op("elementwise", "forward"),
         reference=load_op("elementwise", "reference"),
         cost=load_op("elementwise", "cost"),
     )

@@ -32,9 +32,9 @@ def _fake_time_cuda(fn, arg_sets, **_how):
 @pytest.fixture
 def cpu_gpu(monkeypatch, tmp_path):
     """Pretend a GPU named 'NVIDIA H200' is there, run its path on the CPU."""
+    from flopkb.kernelpkg import load_op
     from flopkb.verify import context, machine, timing
     from flopkb.verify.experiments import (
-        _ssd,
         calibration,
         chunked_vs_quadratic,
         kernel_vs_pytorch,
@@ -74,7 +74,7 @@ def cpu_gpu(monkeypatch, tmp_path):
     monkeypatch.setattr(roofline, "REFERENCE_T", 32)
     monkeypatch.setattr(roofline, "ELEMENTWISE_N", 256)
     monkeypatch.setattr(roofline, "GEMM_N", 32)
-    monkeypatch.setattr(_ssd, "PREFIX", 16)
+    monkeypatch.setattr(load_op("ssd", "bench"), "PREFIX", 16)
     monkeypatch.setattr(schedule, "STATE_SWEEP", (8,))
     monkeypatch.setattr(ssd_vs_scan, "STATE_SWEEP", (8,))
     monkeypatch.setattr(scan_benchmark, "QUICK", (16, 32, 64))
@@ -96,15 +96,16 @@ class _CpuCub:
 
 
 def _small_reductions(monkeypatch):
-    from flopkb.verify.experiments import _reduction, _scatter, determinism, determinism_overhead
+    from flopkb.kernelpkg import load_op
+    from flopkb.verify.experiments import determinism, determinism_overhead
 
     def cub_levels(ctx, side="reduction"):
         ctx.describe_impl(side, _CpuCub.description)
         return _CpuCub()
 
-    monkeypatch.setattr(_reduction, "cub_levels", cub_levels)
+    monkeypatch.setattr(load_op("reduction", "bench"), "cub_levels", cub_levels)
     monkeypatch.setattr(determinism, "SWEEP", (2048,))
-    monkeypatch.setattr(_scatter, "DEFAULTS", {"elements": 4096, "bins": 64, "repeats": 3})
+    monkeypatch.setattr(determinism, "SCATTER", {"elements": 4096, "bins": 64, "repeats": 3})
     monkeypatch.setattr(determinism_overhead, "SWEEP", (2048, 8192))
     monkeypatch.setattr(determinism_overhead, "READ_AT", 8192)
 

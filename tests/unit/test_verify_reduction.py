@@ -2,7 +2,7 @@
 the D2 partition logic, the scatter-add pair, and CUB's absence as a `not-run`.
 
 Everything here runs on the CPU; CUB itself is exercised by the `gpu` test in
-tests/kernels/test_reduction_cub.py.
+tests/kernels/test_reduction.py.
 """
 
 from __future__ import annotations
@@ -15,11 +15,10 @@ import types
 
 import pytest
 
+from flopkb.kernelpkg import load_op
 from flopkb.magnitude import parse_magnitude
 from flopkb.verify.context import Context, ExperimentError, PeerUnavailable
 from flopkb.verify.experiments import (
-    _reduction,
-    _scatter,
     determinism,
     determinism_overhead,
     partition_sim,
@@ -27,6 +26,8 @@ from flopkb.verify.experiments import (
 from flopkb.verify.experiments._common import Measurement
 
 torch = pytest.importorskip("torch")
+bench = load_op("reduction", "bench")
+scatter = load_op("reduction", "scatter")
 QUAL = parse_magnitude("qualitative")
 FIGURE = parse_magnitude("20-30%")
 M = 2**20
@@ -204,7 +205,7 @@ def test_d2_a_simulation_confirms_the_mechanism_or_stays_inconclusive(summary, v
 
 def test_deterministic_mode_is_restored_even_on_error():
     before = torch.are_deterministic_algorithms_enabled()
-    with pytest.raises(RuntimeError, match="boom"), _scatter.deterministic_algorithms(not before):
+    with pytest.raises(RuntimeError, match="boom"), scatter.deterministic_algorithms(not before):
         assert torch.are_deterministic_algorithms_enabled() is (not before)
         raise RuntimeError("boom")
     assert torch.are_deterministic_algorithms_enabled() is before
@@ -216,7 +217,7 @@ def test_scatter_rows_count_and_time_both_modes(monkeypatch):
     monkeypatch.setattr(timing, "time_cuda", lambda fn, sets, **kw: (
         fn(*sets[0]), timing.summarize([1.0, 1.1, 0.9]))[1])
     ctx = _ctx()
-    [row] = _scatter.rows(ctx, 3000, 16, repeats=3)
+    [row] = determinism.scatter_rows(ctx, 3000, 16, repeats=3)
     # the CPU's index_add_ is sequential: one result in either mode
     assert row["nondeterministic_distinct"] == row["deterministic_distinct"] == 1
     assert row["ratio"] == pytest.approx(1.0) and row["row"] == "scatter"
@@ -227,20 +228,21 @@ def test_scatter_rows_count_and_time_both_modes(monkeypatch):
 
 def test_no_gpu_makes_cub_a_peer_unavailable():
     with pytest.raises(PeerUnavailable, match="CUDA GPU only"):
-        _reduction.cub_levels(_ctx())
+        bench.cub_levels(_ctx())
 
 
-def test_a_failed_cub_build_is_a_peer_unavailable_with_its_line():
+def test_a_failed_cub_build_is_a_peer_unavailable_with_its_line(monkeypatch):
     class CubUnavailable(RuntimeError):
         pass
 
     def load(device):
         raise CubUnavailable("nvcc failed on cub_levels.cu: x.cu(3): error: boom")
 
-    fake = types.SimpleNamespace(CubUnavailable=CubUnavailable, load=load)
-    ctx = types.SimpleNamespace(device=torch.device("cuda"), load=lambda op, mod: fake)
+    monkeypatch.setattr(bench, "cub", types.SimpleNamespace(CubUnavailable=CubUnavailable,
+                                                            load=load))
+    ctx = types.SimpleNamespace(device=torch.device("cuda"))
     with pytest.raises(PeerUnavailable, match=r"^cub: nvcc failed on cub_levels\.cu"):
-        _reduction.cub_levels(ctx)
+        bench.cub_levels(ctx)
 
 
 def test_cpu_checks_pass_and_report_the_cub_plan():

@@ -8,15 +8,18 @@ import pytest
 import torch
 
 from flopkb.kb import KnowledgeBase, load_kb
+from flopkb.kernelpkg import load_op
 from flopkb.magnitude import parse_magnitude
 from flopkb.paths import bundled_root
 from flopkb.serving import layer_counts
 from flopkb.verify import runner
 from flopkb.verify.context import Context
-from flopkb.verify.experiments import _serving_layers, serving
+from flopkb.verify.experiments import serving
 from flopkb.verify.experiments._common import resolve
 from flopkb.verify.stats import Interval
 
+# the timed sublayers (kernels/layers/): shared builders, prefill, decode
+build, prefill, decode = (load_op("layers", name) for name in ("_build", "prefill", "decode"))
 # the four declarations share the hook `serving`; each one's `point` gives its claim's conditions
 HOOKS = ("serving-samba-prompt", "serving-samba-generation", "serving-nemotron-h",
          "serving-kimi-decode")
@@ -140,18 +143,6 @@ def test_a_missing_reading_is_an_error_not_a_verdict(kb: KnowledgeBase) -> None:
         serving.judge(m, parse_magnitude("3.73x"), m.conditions)
 
 
-@pytest.mark.parametrize("window", [1, 5, 23, 40])
-def test_windowed_attention_matches_the_dense_masked_reference(window: int) -> None:
-    g = torch.Generator().manual_seed(0)
-    q, k, v = (torch.randn(2, 23, s, 8, generator=g) for s in (4, 2, 2))
-    out = _serving_layers.windowed_attention(q, k, v, window, backend="math")
-    ref = _serving_layers.windowed_attention_reference(q, k, v, window)
-    assert torch.allclose(out, ref, atol=1e-5)
-    if window < 23:
-        full = _serving_layers.windowed_attention_reference(q, k, v, 23)
-        assert not torch.allclose(out, full, atol=1e-3)
-
-
 def test_cpu_check_runs_every_kernel_against_its_reference(monkeypatch) -> None:
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     ctx = Context(gpu=False)
@@ -187,16 +178,16 @@ def test_every_layer_builds_and_runs_at_tiny_sizes_on_the_cpu(kb, aid, monkeypat
     from flopkb.model import LayerType
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    monkeypatch.setattr(_serving_layers, "BACKEND", {"flash": "math", "masked": "math"})
+    monkeypatch.setattr(build, "BACKEND", {"flash": "math", "masked": "math"})
     arch = tiny(kb.architectures[aid], **TINY[aid])
     ctx = Context(gpu=False)
     for kind in layer_counts(arch):
         k = LayerType(kind)
-        fn, args = _serving_layers.prefill_layer(ctx, arch, k, 2, 19)
+        fn, args = prefill.prefill_layer(ctx, arch, k, 2, 19)
         with torch.no_grad():
             out = fn(*args)
         assert out.shape == (2 * 19, 32) and torch.isfinite(out.float()).all(), kind
-        fn, args = _serving_layers.decode_layer(ctx, arch, k, 3, 11)
+        fn, args = decode.decode_layer(ctx, arch, k, 3, 11)
         with torch.no_grad():
             out = fn(*args)
         assert out.shape == (3, 32) and torch.isfinite(out.float()).all(), kind
@@ -209,7 +200,7 @@ def test_kda_without_fla_is_not_run_with_the_reason(kb: KnowledgeBase, monkeypat
     monkeypatch.setitem(__import__("sys").modules, "fla", None)  # as if not installed
     arch = kb.architectures["kimi-linear-48b-a3b"]
     with pytest.raises(PeerUnavailable, match="fla"):
-        _serving_layers.decode_layer(Context(gpu=False), arch, LayerType.kda, 1, 8)
+        decode.decode_layer(Context(gpu=False), arch, LayerType.kda, 1, 8)
 
 
 def test_decode_floor_bytes_are_the_state_and_cache_the_kernels_read(kb) -> None:
@@ -218,15 +209,14 @@ def test_decode_floor_bytes_are_the_state_and_cache_the_kernels_read(kb) -> None
     ctx = Context(gpu=False)
     nemo = kb.architectures["nemotron-h-8b"]
     state = 2 * 4 * 128 * 64 * 128  # H x P x N fp32, read and written
-    got = _serving_layers.decode_floor_bytes(ctx, nemo, LayerType.mamba2, 1, 4096)
+    got = decode.decode_floor_bytes(ctx, nemo, LayerType.mamba2, 1, 4096)
     assert state < got < 1.01 * state
     # 8 KV heads x 128 x 2 (K, V) x 2 bytes per cached token, plus q and o
-    att = _serving_layers.decode_floor_bytes(ctx, nemo, LayerType.attention, 2, 1000)
+    att = decode.decode_floor_bytes(ctx, nemo, LayerType.attention, 2, 1000)
     assert att == 2 * 2 * 1000 * 8 * 128 * 2 + 2 * 2 * 32 * 128 * 2
     samba = kb.architectures["samba-1-7b"]
-    capped = _serving_layers.decode_floor_bytes(ctx, samba, LayerType.sliding_attention, 1, 65536)
-    assert capped == _serving_layers.decode_floor_bytes(ctx, samba, LayerType.sliding_attention,
-                                                        1, 2048)
+    capped = decode.decode_floor_bytes(ctx, samba, LayerType.sliding_attention, 1, 65536)
+    assert capped == decode.decode_floor_bytes(ctx, samba, LayerType.sliding_attention, 1, 2048)
 
 
 def test_measure_runs_end_to_end_on_the_cpu_with_a_stand_in_timer(kb, monkeypatch) -> None:
@@ -235,7 +225,7 @@ def test_measure_runs_end_to_end_on_the_cpu_with_a_stand_in_timer(kb, monkeypatc
     from types import SimpleNamespace
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    monkeypatch.setattr(_serving_layers, "BACKEND", {"flash": "math", "masked": "math"})
+    monkeypatch.setattr(build, "BACKEND", {"flash": "math", "masked": "math"})
     archs = {"nemotron-h-8b": tiny(kb.architectures["nemotron-h-8b"], **TINY["nemotron-h-8b"]),
              "llama-3-1-8b": tiny(kb.architectures["llama-3-1-8b"], d_model=32,
                                   attention_heads=4, kv_heads=2, head_dim=8, mlp_size=24)}

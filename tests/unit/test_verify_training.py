@@ -78,16 +78,19 @@ def test_matmul_share_counts_unknown_kernels_against_the_claim():
                                              ("fla", "PeerUnavailable")])
 def test_b2_without_a_backward_is_an_error_for_ours_and_not_run_for_a_peer(monkeypatch, impl,
                                                                           error):
+    from flopkb.kernelpkg import load_op
     from flopkb.verify import context
-    from flopkb.verify.experiments import _ssd, head_dim_memory
+    from flopkb.verify.experiments import head_dim_memory
+
+    ssd_bench = load_op("ssd", "bench")
 
     def no_step(ctx, label, *args, **kw):
         ctx.notes.append(f"{label}: forward+backward not run (RuntimeError: no backward)")
 
     monkeypatch.setattr(_training, "optional_step", no_step)
-    monkeypatch.setattr(_ssd, "check_against_reference", lambda *a, **k: None)
+    monkeypatch.setattr(ssd_bench, "check_against_reference", lambda *a, **k: None)
     ctx = context.Context(gpu=False, impls={"ssd": impl})
-    ssd = _ssd.Impl(lambda *a: a[0], impl)
+    ssd = ssd_bench.Impl(lambda *a: a[0], impl)
     cond = {**head_dim_memory.DEFAULTS, "tokens": 16, "seq_len": 8, "state_dim": 4}
     with pytest.raises(getattr(context, error), match="no backward"):
         head_dim_memory._point(ctx, ssd, cond, 2, 4, 8)

@@ -29,9 +29,9 @@ def _target_at(ratios: list[float], limit: float, shapes: list[str]) -> str:
 
 
 # The selective scan's default forward variant, as `_launch_forward` (kernels/selective_scan/
-# scan.py) picks it: narrow one-warp programs for states up to SMALL_STATE when softplus + bias
+# forward.py) picks it: narrow one-warp programs for states up to SMALL_STATE when softplus + bias
 # are tiled (the layer's call), the tiled softplus otherwise with them, the base kernel without.
-SCAN_SOURCE = Path("kernels") / "selective_scan" / "scan.py"
+SCAN_SOURCE = Path("kernels") / "selective_scan" / "forward.py"
 SCAN_BACKWARD_DEFAULT = "bd_quarter_w1"  # kernels/selective_scan/backward.py: "the default"
 
 

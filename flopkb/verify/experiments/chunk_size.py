@@ -6,7 +6,6 @@ from typing import Any
 
 from flopkb.verify import stats
 from flopkb.verify.context import Context
-from flopkb.verify.experiments import _ssd
 from flopkb.verify.experiments._common import Judgement, Measurement, point_row, size_of
 from flopkb.verify.stats import ratio_interval
 
@@ -19,10 +18,9 @@ TOLERANCE = 0.10
 def cpu_check(ctx: Context) -> None:
     import torch
 
-    from flopkb.verify.experiments._common import ssd_inputs
-
-    k = _ssd.kernels(ctx)
-    args = ssd_inputs(1, 70, 2, 16, 16, dtype=torch.float32)
+    ssd_bench = ctx.load("ssd", "bench")
+    k = ssd_bench.kernels()
+    args = ssd_bench.ssd_inputs(1, 70, 2, 16, 16, dtype=torch.float32)
     want = k["reference"].ssd_reference(*args)
     for q in (32, 64):
         ctx.check(f"ssd.chunked.ssd_chunked[Q={q}]", k["chunked"].ssd_chunked(*args, chunk_size=q),
@@ -30,20 +28,21 @@ def cpu_check(ctx: Context) -> None:
 
 
 def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
+    ssd_bench = ctx.load("ssd", "bench")
     steps, n0 = size_of(cond["seq_len"]), int(cond["state_dim"])
     rows = []
     best: dict[int, Any] = {}
     for dstate in [n0] + ([] if ctx.quick else [128 if n0 != 128 else 64]):
-        shape = _ssd.shape_of(cond, steps, dstate)
-        args = _ssd.make(ctx, shape)
+        shape = ssd_bench.shape_of(cond, steps, dstate)
+        args = ssd_bench.make(ctx, shape)
         timings = {}
         for q in CHUNKS:
             if not ctx.more(len(rows)):
                 break
             with ctx.optional(len(rows)):
-                ssd = _ssd.chunked_impl(ctx, q)
-                _ssd.check_against_reference(ctx, f"chunked SSD [Q={q}]", ssd(*args), args)
-                f, b = _ssd.costs(ctx, "chunked", shape, q)
+                ssd = ssd_bench.chunked_impl(ctx, q)
+                ssd_bench.check_against_reference(ctx, f"chunked SSD [Q={q}]", ssd(*args), args)
+                f, b = ssd_bench.costs("chunked", shape, q)
                 timings[q] = ctx.time(f"Q={q} N={dstate}", ssd.fn, ssd.sets([args]), flops=f,
                                       nbytes=b, chunk=q, **shape)
                 rows.append(point_row(state_dim=dstate, chunk_size=q, ms=timings[q].median_ms,

@@ -8,8 +8,7 @@ from typing import Any
 
 from flopkb.verify import stats
 from flopkb.verify.context import Context
-from flopkb.verify.experiments import _ssd
-from flopkb.verify.experiments._common import Judgement, Measurement, point_row, ssd_inputs
+from flopkb.verify.experiments._common import Judgement, Measurement, point_row
 from flopkb.verify.stats import Interval, ratio_interval
 
 DEFAULTS: dict[str, Any] = {"state_dim": 64, "head_dim": 64, "heads": 32, "tokens": 32768,
@@ -21,15 +20,17 @@ QUICK = (64, 256, 1024, 4096)
 def cpu_check(ctx: Context) -> None:
     import torch
 
+    ssd_bench = ctx.load("ssd", "bench")
     quad = ctx.load("ssd", "quadratic")
     ref = ctx.load("ssd", "reference")
-    args = ssd_inputs(2, 33, 4, 16, 16, groups=2, dtype=torch.float32)
+    args = ssd_bench.ssd_inputs(2, 33, 4, 16, 16, groups=2, dtype=torch.float32)
     ctx.check("ssd.quadratic.ssd_quadratic", quad.ssd_quadratic(*args),
               ref.ssd_quadratic_reference(*args))
 
 
 def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
-    k = _ssd.kernels(ctx)
+    ssd_bench = ctx.load("ssd", "bench")
+    k = ssd_bench.kernels()
     quad = ctx.load("ssd", "quadratic")
     chunk = int(cond["chunk_size"])
     rows = []
@@ -37,15 +38,15 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
         if not ctx.more(len(rows)):
             break
         with ctx.optional(len(rows)):
-            shape = _ssd.shape_of(cond, steps)
-            args = _ssd.make(ctx, shape)
+            shape = ssd_bench.shape_of(cond, steps)
+            args = ssd_bench.make(ctx, shape)
             y_q = quad.ssd_quadratic(*args)
             y_c = k["chunked"].ssd_chunked(*args, chunk_size=chunk)
-            _ssd.check_against_reference(ctx, "ssd.quadratic.ssd_quadratic", y_q, args)
-            _ssd.check_against_reference(ctx, "ssd.chunked.ssd_chunked", y_c, args)
-            sets = _ssd.arg_sets(ctx, shape, args)
-            f_c, b_c = _ssd.costs(ctx, "chunked", shape, chunk)
-            f_q, b_q = _ssd.costs(ctx, "quadratic", shape)
+            ssd_bench.check_against_reference(ctx, "ssd.quadratic.ssd_quadratic", y_q, args)
+            ssd_bench.check_against_reference(ctx, "ssd.chunked.ssd_chunked", y_c, args)
+            sets = ssd_bench.arg_sets(ctx, shape, args)
+            f_c, b_c = ssd_bench.costs("chunked", shape, chunk)
+            f_q, b_q = ssd_bench.costs("quadratic", shape)
             t_c = ctx.time(f"chunked T={steps}", lambda *a: k["chunked"].ssd_chunked(
                 *a, chunk_size=chunk), sets, flops=f_c, nbytes=b_c, **shape)
             t_q = ctx.time(f"quadratic T={steps}", quad.ssd_quadratic, sets, flops=f_q, nbytes=b_q,

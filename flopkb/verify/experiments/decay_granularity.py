@@ -7,7 +7,6 @@ from collections.abc import Callable
 from typing import Any
 
 from flopkb.verify.context import Context
-from flopkb.verify.experiments import _ssd
 from flopkb.verify.experiments._common import (
     Judgement,
     Measurement,
@@ -15,8 +14,6 @@ from flopkb.verify.experiments._common import (
     point_row,
     ratio_of,
     size_of,
-    ssd_inputs,
-    ssd_prefix,
 )
 from flopkb.verify.stats import ratio_interval
 
@@ -38,9 +35,10 @@ def _log_decay(args: tuple, seed: int) -> Any:
 def cpu_check(ctx: Context) -> None:
     import torch
 
+    ssd_bench = ctx.load("ssd", "bench")
     pc = ctx.load("ssd", "per_channel")
     ref = ctx.load("ssd", "reference")
-    x, dt, A, Bm, Cm, D = ssd_inputs(2, 29, 4, 16, 16, dtype=torch.float32)
+    x, dt, A, Bm, Cm, D = ssd_bench.ssd_inputs(2, 29, 4, 16, 16, dtype=torch.float32)
     g = _log_decay((x, dt, A, Bm, Cm, D), 0)
     ctx.check("ssd.per_channel.ssd_chunked_per_channel",
               pc.ssd_chunked_per_channel(x, dt, g, Bm, Cm, D, chunk_size=16),
@@ -52,6 +50,7 @@ def _pair(ctx: Context, chunk: int) -> tuple[Any, Any, Callable[[tuple, Any], tu
     per-channel args)) for the implementation chosen for the "kernels" side: the bundled chunked
     kernels, or fla's chunk_simple_gla (one decay per head) and chunk_gla (one per key
     channel), called with SSD's arguments (q = C, k = B per head, v = x * dt) plus the D skip."""
+    ssd_bench = ctx.load("ssd", "bench")
     if ctx.impl("kernels") == "fla":
         from flopkb.verify.peers import fla
 
@@ -59,12 +58,12 @@ def _pair(ctx: Context, chunk: int) -> tuple[Any, Any, Callable[[tuple, Any], tu
         ctx.describe_impl("kernels", f"peer:{version} chunk_simple_gla vs chunk_gla")
 
         def prepare_fla(args: tuple, logd: Any) -> tuple[tuple, tuple]:
-            q, k, v, g, x, D = _ssd.gla_inputs(args)
+            q, k, v, g, x, D = ssd_bench.gla_inputs(args)
             return (q, k, v, g, x, D), (q, k, v, logd, x, D)
 
-        return (_ssd.gla_as_ssd(ops["chunk_simple_gla"]), _ssd.gla_as_ssd(ops["chunk_gla"]),
-                prepare_fla)
-    k = _ssd.kernels(ctx)
+        gla = ssd_bench.gla_as_ssd
+        return gla(ops["chunk_simple_gla"]), gla(ops["chunk_gla"]), prepare_fla
+    k = ssd_bench.kernels()
     pc = ctx.load("ssd", "per_channel")
     ctx.describe_impl("kernels", "bundled ssd_chunked vs ssd_chunked_per_channel")
 
@@ -77,6 +76,7 @@ def _pair(ctx: Context, chunk: int) -> tuple[Any, Any, Callable[[tuple, Any], tu
 
 
 def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
+    ssd_bench = ctx.load("ssd", "bench")
     ref = ctx.load("ssd", "reference")
     chunk = int(cond["chunk_size"])
     scalar_fn, channel_fn, prepare = _pair(ctx, chunk)
@@ -87,19 +87,19 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
         if not ctx.more(len(rows)):
             break
         with ctx.optional(len(rows)):
-            shape = _ssd.shape_of(cond, steps, dstate)
-            args = _ssd.make(ctx, shape)
+            shape = ssd_bench.shape_of(cond, steps, dstate)
+            args = ssd_bench.make(ctx, shape)
             logd = _log_decay(args, 0)
             _, _, _, _, _, D = args
             sc_args, pc_args = prepare(args, logd)
             y_pc = channel_fn(*pc_args)
             y_sc = scalar_fn(*sc_args)
-            _ssd.check_against_reference(ctx, "one decay per head", y_sc, args)
-            n = min(_ssd.PREFIX, steps)
-            px, pdt, _, pB, pC, _ = ssd_prefix(args, n)
+            ssd_bench.check_against_reference(ctx, "one decay per head", y_sc, args)
+            n = min(ssd_bench.PREFIX, steps)
+            px, pdt, _, pB, pC, _ = ssd_bench.ssd_prefix(args, n)
             ctx.check("one decay per channel", y_pc[:1, :n],
                       ref.ssd_per_channel_reference(px, pdt, logd[:1, :n].contiguous(), pB, pC, D))
-            f, b = _ssd.costs(ctx, "chunked", shape, chunk)
+            f, b = ssd_bench.costs("chunked", shape, chunk)
             extra = logd.numel() * 4
             tag = f"T={steps} N={dstate}"
             t_sc = ctx.time(f"scalar decay {tag}", scalar_fn, [sc_args], flops=f, nbytes=b,

@@ -13,37 +13,41 @@ from __future__ import annotations
 from typing import Any
 
 from flopkb.verify.context import Context
-from flopkb.verify.experiments import _reduction, _scatter
 from flopkb.verify.experiments._common import Judgement, Measurement, point_row
-from flopkb.verify.stats import Interval
+from flopkb.verify.stats import Interval, ratio_interval
 
 DEFAULTS: dict[str, Any] = {"elements": 16 * 2**20, "repeats": 100}
 SWEEP = (2**20, 64 * 2**20)
+# the scatter-add pair every run adds (kernels/reduction/scatter.py): size, bins, repeats
+SCATTER: dict[str, int] = {"elements": 16 * 2**20, "bins": 4096, "repeats": 20}
 
 
 def cpu_check(ctx: Context) -> None:
+    red_bench = ctx.load("reduction", "bench")
     atomic = ctx.load("reduction", "atomic")
     ordered = ctx.load("reduction", "ordered")
-    x = _reduction.inputs(ctx, 20000)
-    _reduction.check_sum(ctx, "reduction.atomic.atomic_sum", atomic.atomic_sum(x, block=1024), x,
+    x = red_bench.inputs(ctx, 20000)
+    red_bench.check_sum(ctx, "reduction.atomic.atomic_sum", atomic.atomic_sum(x, block=1024), x,
                          1024)
-    _reduction.check_sum(ctx, "reduction.ordered.ordered_sum", ordered.ordered_sum(x, block=1024),
+    red_bench.check_sum(ctx, "reduction.ordered.ordered_sum", ordered.ordered_sum(x, block=1024),
                          x, 1024)
-    src, index = _scatter.inputs(ctx, 5000, 64)
-    want = src.double().new_zeros(64).index_add_(0, index, src.double())
+    scatter = ctx.load("reduction", "scatter")
+    src, index = red_bench.scatter_inputs(ctx, 5000, 64)
+    want = ctx.load("reduction", "reference").scatter_add_reference(src, index, 64)
     for det in (False, True):
         ctx.check(f"torch index_add_ (deterministic={det})",
-                  _scatter.scatter_add(src, index, 64, det), want.float())
-    _reduction.check_cub_plan(ctx)
+                  scatter.scatter_add(src, index, 64, det), want.float())
+    red_bench.check_cub_plan(ctx)
 
 
 def _cub_row(ctx: Context, lib: Any, x: Any, repeats: int) -> dict[str, Any]:
+    red_bench = ctx.load("reduction", "bench")
     counts, first = {}, {}
-    for level in _reduction.LEVELS:
+    for level in red_bench.LEVELS:
         out = lib.sum(x, level)
-        _reduction.check_sum(ctx, f"cub DeviceReduce::Sum ({level})", out, x, _reduction.CUB_TILE)
-        first[level] = _reduction.bits_hex(out)
-        counts[level] = _reduction.distinct([lib.sum(x, level) for _ in range(repeats)])
+        red_bench.check_sum(ctx, f"cub DeviceReduce::Sum ({level})", out, x, red_bench.CUB_TILE)
+        first[level] = red_bench.bits_hex(out)
+        counts[level] = red_bench.distinct([lib.sum(x, level) for _ in range(repeats)])
     return point_row(row="sum", elements=x.numel(), repeats=repeats,
                      not_guaranteed_distinct=counts["not_guaranteed"],
                      run_to_run_distinct=counts["run_to_run"],
@@ -54,25 +58,54 @@ def _cub_row(ctx: Context, lib: Any, x: Any, repeats: int) -> dict[str, Any]:
 
 
 def _bundled_row(ctx: Context, x: Any, repeats: int) -> dict[str, Any]:
+    red_bench = ctx.load("reduction", "bench")
     atomic = ctx.load("reduction", "atomic")
     ordered = ctx.load("reduction", "ordered")
-    _reduction.check_sum(ctx, "reduction.atomic.atomic_sum", atomic.atomic_sum(x), x,
+    red_bench.check_sum(ctx, "reduction.atomic.atomic_sum", atomic.atomic_sum(x), x,
                          atomic.BLOCK)
-    _reduction.check_sum(ctx, "reduction.ordered.ordered_sum", ordered.ordered_sum(x), x,
+    red_bench.check_sum(ctx, "reduction.ordered.ordered_sum", ordered.ordered_sum(x), x,
                          ordered.BLOCK)
     return point_row(
         row="sum", elements=x.numel(), repeats=repeats,
-        atomic_distinct=_reduction.distinct([atomic.atomic_sum(x) for _ in range(repeats)]),
-        ordered_distinct=_reduction.distinct([ordered.ordered_sum(x) for _ in range(repeats)]))
+        atomic_distinct=red_bench.distinct([atomic.atomic_sum(x) for _ in range(repeats)]),
+        ordered_distinct=red_bench.distinct([ordered.ordered_sum(x) for _ in range(repeats)]))
+
+
+def scatter_rows(ctx: Context, n: int, bins: int, repeats: int) -> list[dict[str, Any]]:
+    """Distinct results over `repeats` runs and the graph-replay time of the scatter-add in both
+    torch modes, each checked first against the float64 scatter; one row with their ratio."""
+    red_bench = ctx.load("reduction", "bench")
+    scatter = ctx.load("reduction", "scatter")
+    cost = ctx.load("reduction", "cost")
+    sets = red_bench.scatter_sets(ctx, n, bins)
+    src, index = sets[0]
+    want = ctx.load("reduction", "reference").scatter_add_reference(src, index, bins)
+    timings, counts = {}, {}
+    for mode, det in (("nondeterministic", False), ("deterministic", True)):
+        ctx.check(f"torch index_add_ ({mode})", scatter.scatter_add(src, index, bins, det),
+                  want.float())
+        counts[mode] = red_bench.distinct([scatter.scatter_add(src, index, bins, det)
+                                           for _ in range(repeats)])
+        timings[mode] = ctx.time(f"index_add_ {mode} n={n}",
+                                 lambda s, i, det=det: scatter.scatter_add(s, i, bins, det), sets,
+                                 nbytes=cost.scatter_bytes(n, bins), graph=True, n=n, bins=bins)
+    r = ratio_interval(timings["deterministic"], timings["nondeterministic"])
+    return [{"row": "scatter", "op": "index_add_", "elements": n, "bins": bins,
+             "repeats": repeats, "nondeterministic_distinct": counts["nondeterministic"],
+             "deterministic_distinct": counts["deterministic"],
+             "nondeterministic_ms": timings["nondeterministic"].median_ms,
+             "deterministic_ms": timings["deterministic"].median_ms,
+             "ratio": r.value, "ratio_low": r.low, "ratio_high": r.high}]
 
 
 def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
+    red_bench = ctx.load("reduction", "bench")
     impl = ctx.impl("reduction")
     n0, repeats = int(cond["elements"]), int(cond["repeats"])
     if ctx.quick:
         repeats = min(repeats, 40)
     if impl == "cub":
-        lib = _reduction.cub_levels(ctx)
+        lib = red_bench.cub_levels(ctx)
         point = lambda x: _cub_row(ctx, lib, x, repeats)  # noqa: E731
     elif impl == "bundled":
         ctx.describe_impl("reduction", "bundled atomic_sum (tl.atomic_add of block partials) vs "
@@ -85,17 +118,17 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
         if not ctx.more(len(rows)):
             break
         with ctx.optional(len(rows)):
-            rows.append(point(_reduction.inputs(ctx, n)))
-    scatter = dict(_scatter.DEFAULTS)
+            rows.append(point(red_bench.inputs(ctx, n)))
+    scatter = dict(SCATTER)
     if ctx.quick:
         scatter["repeats"] = min(scatter["repeats"], 10)
     if ctx.more(len(rows)):
         with ctx.optional(len(rows)):
-            rows.extend(_scatter.rows(ctx, min(scatter["elements"], n0), scatter["bins"],
+            rows.extend(scatter_rows(ctx, min(scatter["elements"], n0), scatter["bins"],
                                       scatter["repeats"]))
     sums = sorted((r for r in rows if r["row"] == "sum"), key=lambda r: r["elements"])
     rows = sums + [r for r in rows if r["row"] != "sum"]
-    series = ({level: f"{level}_distinct" for level in _reduction.LEVELS} if impl == "cub"
+    series = ({level: f"{level}_distinct" for level in red_bench.LEVELS} if impl == "cub"
               else {"atomic": "atomic_distinct", "fixed order": "ordered_distinct"})
     plot = {"kind": "bars", "x": "elements", "xlabel": "elements", "ylabel": "distinct results",
             "series": series, "filter": {"row": "sum"}}

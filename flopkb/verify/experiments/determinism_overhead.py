@@ -32,7 +32,6 @@ import time
 from typing import Any
 
 from flopkb.verify.context import Context
-from flopkb.verify.experiments import _reduction
 from flopkb.verify.experiments._common import (
     Judgement,
     Measurement,
@@ -53,14 +52,15 @@ LAUNCH_BOUND_SHARE = 0.8
 
 
 def cpu_check(ctx: Context) -> None:
+    red_bench = ctx.load("reduction", "bench")
     atomic = ctx.load("reduction", "atomic")
     ordered = ctx.load("reduction", "ordered")
-    x = _reduction.inputs(ctx, 5000)
-    _reduction.check_sum(ctx, "reduction.atomic.atomic_sum", atomic.atomic_sum(x, block=512),
+    x = red_bench.inputs(ctx, 5000)
+    red_bench.check_sum(ctx, "reduction.atomic.atomic_sum", atomic.atomic_sum(x, block=512),
                          x, 512)
-    _reduction.check_sum(ctx, "reduction.ordered.ordered_sum", ordered.ordered_sum(x, block=512),
+    red_bench.check_sum(ctx, "reduction.ordered.ordered_sum", ordered.ordered_sum(x, block=512),
                          x, 512)
-    _reduction.check_cub_plan(ctx)
+    red_bench.check_cub_plan(ctx)
 
 
 def sizes(n0: int, quick: bool) -> list[int]:
@@ -83,12 +83,13 @@ def host_ms(fn: Any, args: tuple, calls: int = 10) -> float:
 
 
 def _cub_row(ctx: Context, lib: Any, n: int, cost: Any) -> dict[str, Any]:
-    sets = [(_reduction.inputs(ctx, n, seed=i),) for i in range(ctx.rotations(4 * n))]
+    red_bench = ctx.load("reduction", "bench")
+    sets = [(red_bench.inputs(ctx, n, seed=i),) for i in range(ctx.rotations(4 * n))]
     x = sets[0][0]
     times, issue = {}, {}
-    for level in _reduction.LEVELS:
-        _reduction.check_sum(ctx, f"cub DeviceReduce::Sum ({level})", lib.sum(x, level), x,
-                             _reduction.CUB_TILE)
+    for level in red_bench.LEVELS:
+        red_bench.check_sum(ctx, f"cub DeviceReduce::Sum ({level})", lib.sum(x, level), x,
+                             red_bench.CUB_TILE)
 
         def fn(v: Any, level: str = level) -> Any:
             return lib.sum(v, level)
@@ -108,13 +109,14 @@ def _cub_row(ctx: Context, lib: Any, n: int, cost: Any) -> dict[str, Any]:
 
 
 def _bundled_row(ctx: Context, n: int, cost: Any) -> dict[str, Any]:
+    red_bench = ctx.load("reduction", "bench")
     atomic = ctx.load("reduction", "atomic")
     ordered = ctx.load("reduction", "ordered")
-    sets = [(_reduction.inputs(ctx, n, seed=i),) for i in range(ctx.rotations(4 * n))]
+    sets = [(red_bench.inputs(ctx, n, seed=i),) for i in range(ctx.rotations(4 * n))]
     x = sets[0][0]
-    _reduction.check_sum(ctx, "reduction.atomic.atomic_sum", atomic.atomic_sum(x), x,
+    red_bench.check_sum(ctx, "reduction.atomic.atomic_sum", atomic.atomic_sum(x), x,
                          atomic.BLOCK)
-    _reduction.check_sum(ctx, "reduction.ordered.ordered_sum", ordered.ordered_sum(x), x,
+    red_bench.check_sum(ctx, "reduction.ordered.ordered_sum", ordered.ordered_sum(x), x,
                          ordered.BLOCK)
     t_a = ctx.time(f"atomic n={n}", atomic.atomic_sum, sets, flops=cost.flops(n),
                    nbytes=cost.bytes_moved(n), graph=True, n=n)
@@ -126,11 +128,12 @@ def _bundled_row(ctx: Context, n: int, cost: Any) -> dict[str, Any]:
 
 
 def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
+    red_bench = ctx.load("reduction", "bench")
     impl = ctx.impl("reduction")
     cost = ctx.load("reduction", "cost")
     n0 = int(cond["elements"])
     if impl == "cub":
-        lib = _reduction.cub_levels(ctx)
+        lib = red_bench.cub_levels(ctx)
         point = lambda n: _cub_row(ctx, lib, n, cost)  # noqa: E731
         series = {"not_guaranteed": "not_guaranteed_ms", "run_to_run": "run_to_run_ms",
                   "gpu_to_gpu": "gpu_to_gpu_ms"}

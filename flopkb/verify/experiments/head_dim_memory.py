@@ -16,7 +16,7 @@ from typing import Any
 
 from flopkb.verify import stats
 from flopkb.verify.context import Context, ExperimentError, PeerUnavailable
-from flopkb.verify.experiments import _ssd, _training
+from flopkb.verify.experiments import _training
 from flopkb.verify.experiments._common import Judgement, Measurement, point_row, size_of
 from flopkb.verify.stats import Interval
 
@@ -30,10 +30,9 @@ THRESHOLD = 1.0
 def cpu_check(ctx: Context) -> None:
     import torch
 
-    from flopkb.verify.experiments._common import ssd_inputs
-
-    k = _ssd.kernels(ctx)
-    args = ssd_inputs(1, 37, 2, 8, 8, dtype=torch.float32)
+    ssd_bench = ctx.load("ssd", "bench")
+    k = ssd_bench.kernels()
+    args = ssd_bench.ssd_inputs(1, 37, 2, 8, 8, dtype=torch.float32)
     _training.check_grads(ctx, "ssd.chunked.ssd_chunked backward",
                           lambda *a: k["chunked"].ssd_chunked(*a, chunk_size=16),
                           k["reference"].ssd_reference, args, tuple(range(6)),
@@ -42,10 +41,11 @@ def cpu_check(ctx: Context) -> None:
 
 def _point(ctx: Context, ssd: Any, cond: dict[str, Any], heads: int, headdim: int,
            chunk: int) -> dict[str, Any]:
+    ssd_bench = ctx.load("ssd", "bench")
     steps = size_of(cond["seq_len"])
-    shape = _ssd.shape_of({**cond, "heads": heads, "head_dim": headdim}, steps)
-    args = _ssd.make(ctx, shape)
-    _ssd.check_against_reference(ctx, f"ssd chunked P={headdim}", ssd(*args), args)
+    shape = ssd_bench.shape_of({**cond, "heads": heads, "head_dim": headdim}, steps)
+    args = ssd_bench.make(ctx, shape)
+    ssd_bench.check_against_reference(ctx, f"ssd chunked P={headdim}", ssd(*args), args)
     label = f"ssd P={headdim} H={heads} forward+backward"
     t = _training.optional_step(ctx, label, ssd.fn, ssd.prepare(args), "forward+backward",
                                 **shape)
@@ -64,8 +64,9 @@ def _point(ctx: Context, ssd: Any, cond: dict[str, Any], heads: int, headdim: in
 
 
 def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
+    ssd_bench = ctx.load("ssd", "bench")
     chunk = int(cond["chunk_size"])
-    ssd = _ssd.chunked_impl(ctx, chunk)
+    ssd = ssd_bench.chunked_impl(ctx, chunk)
     width, p, base = int(cond["width"]), int(cond["head_dim"]), int(cond["base_head_dim"])
     if width % p or width % base:
         raise ExperimentError(f"width {width} is not a multiple of P={p} and P={base}")

@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 from flopkb.verify.context import Context, ExperimentError
-from flopkb.verify.experiments import _ssd
 from flopkb.verify.experiments._common import (
     Judgement,
     Measurement,
@@ -32,10 +31,9 @@ QUAD_LIMIT_BYTES = 24 * 2**30
 def cpu_check(ctx: Context) -> None:
     import torch
 
-    from flopkb.verify.experiments._common import ssd_inputs
-
+    ssd_bench = ctx.load("ssd", "bench")
     ref = ctx.load("ssd", "reference")
-    args = ssd_inputs(1, 21, 2, 8, 8, dtype=torch.float64)
+    args = ssd_bench.ssd_inputs(1, 21, 2, 8, 8, dtype=torch.float64)
     ctx.check("ssd.reference quadratic vs recurrence", ref.ssd_quadratic_reference(*args),
               ref.ssd_reference(*args), tol=1e-9)
 
@@ -52,19 +50,20 @@ def _torch_forms(ref: Any, shape: dict[str, int]) -> dict[str, Any]:
 
 
 def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
-    k = _ssd.kernels(ctx)
+    ssd_bench = ctx.load("ssd", "bench")
+    k = ssd_bench.kernels()
     chunk = int(cond["chunk_size"])
-    ssd = _ssd.chunked_impl(ctx, chunk)
+    ssd = ssd_bench.chunked_impl(ctx, chunk)
     rows = []
     for steps in QUICK if ctx.quick else FULL:
         if not ctx.more(len(rows)):
             break
         with ctx.optional(len(rows)):
-            shape = _ssd.shape_of({**cond, "tokens": int(cond["batch"]) * steps}, steps)
-            args = _ssd.make(ctx, shape)
+            shape = ssd_bench.shape_of({**cond, "tokens": int(cond["batch"]) * steps}, steps)
+            args = ssd_bench.make(ctx, shape)
             y = ssd(*args)
-            _ssd.check_against_reference(ctx, "chunked SSD kernel", y, args)
-            f, b = _ssd.costs(ctx, "chunked", shape, chunk)
+            ssd_bench.check_against_reference(ctx, "chunked SSD kernel", y, args)
+            f, b = ssd_bench.costs("chunked", shape, chunk)
             t_k = ctx.time(f"kernel T={steps}", ssd.fn, ssd.sets([args]), flops=f, nbytes=b,
                            **shape)
             best = None

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from flopkb.verify.context import Context
-from flopkb.verify.experiments import _gemm
 from flopkb.verify.experiments._common import Judgement, Measurement, judge_ratio, point_row
 from flopkb.verify.stats import Interval, ratio_interval
 
@@ -24,15 +23,16 @@ def cpu_check(ctx: Context) -> None:
 
 
 def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
+    gemm_bench = ctx.load("gemm", "bench")
     lr = ctx.load("gemm", "lowrank")
     ref = ctx.load("gemm", "reference")
     cost = ctx.load("gemm", "cost")
     m, k = int(cond["tokens"]), int(cond["size"])
     n = k
     r0 = int(k * float(cond["rank_fraction"]))
-    x, W = _gemm.bf16(ctx, m, k), _gemm.bf16(ctx, k, n, seed=1)
+    x, W = gemm_bench.bf16(ctx, m, k), gemm_bench.bf16(ctx, k, n, seed=1)
     y = lr.dense_matmul(x, W, backend="torch")
-    _gemm.check_rows(ctx, "gemm.lowrank.dense_matmul[torch]", y, x, W)
+    gemm_bench.check_rows(ctx, "gemm.lowrank.dense_matmul[torch]", y, x, W)
     t_d = ctx.time("dense", lambda a, b: lr.dense_matmul(a, b, backend="torch"), [(x, W)],
                    flops=cost.flops(m, n, k), nbytes=cost.bytes_moved(m, n, k), m=m, n=n, k=k)
     rows = []
@@ -41,10 +41,10 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
         if not ctx.more(len(rows)):
             break
         with ctx.optional(len(rows)):
-            U = _gemm.bf16(ctx, k, r, seed=2) / k**0.5
-            V = _gemm.bf16(ctx, r, n, seed=3)
+            U = gemm_bench.bf16(ctx, k, r, seed=2) / k**0.5
+            V = gemm_bench.bf16(ctx, r, n, seed=3)
             out = lr.lowrank_matmul(x, U, V, backend="torch")
-            rows_n = min(_gemm.CHECK_ROWS, m)
+            rows_n = min(gemm_bench.CHECK_ROWS, m)
             ctx.check(f"gemm.lowrank.lowrank_matmul[torch] r={r}", out[:rows_n],
                       ref.lowrank_reference(x[:rows_n], U, V))
             t_l = ctx.time(f"lowrank r={r}",

@@ -17,7 +17,6 @@ from typing import Any
 
 from flopkb.verify import stats
 from flopkb.verify.context import Context, ExperimentError
-from flopkb.verify.experiments import _ssd
 from flopkb.verify.experiments._common import Judgement, Measurement, point_row, size_of
 from flopkb.verify.stats import Interval
 
@@ -80,16 +79,16 @@ def training_share(ctx: Context, ssd_fn: Any, args: tuple) -> dict[str, Any]:
 def cpu_check(ctx: Context) -> None:
     import torch
 
-    from flopkb.verify.experiments._common import ssd_inputs
-
-    k = _ssd.kernels(ctx)
-    args = ssd_inputs(1, 40, 2, 16, 16, dtype=torch.float32)
+    ssd_bench = ctx.load("ssd", "bench")
+    k = ssd_bench.kernels()
+    args = ssd_bench.ssd_inputs(1, 40, 2, 16, 16, dtype=torch.float32)
     run = k["chunked"].ssd_chunked_stages(*args, chunk_size=16)
     ctx.check("ssd.chunked.ssd_chunked_stages", run(), k["reference"].ssd_reference(*args))
 
 
 def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
-    k = _ssd.kernels(ctx)
+    ssd_bench = ctx.load("ssd", "bench")
+    k = ssd_bench.kernels()
     chunk = int(cond["chunk_size"])
     steps, n0 = size_of(cond["seq_len"]), int(cond["state_dim"])
     matmul_stages = set(getattr(k["chunked"], "MATMUL_STAGES", ("chunk_state", "chunk_scan")))
@@ -98,10 +97,10 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
         if not ctx.more(len(rows)):
             break
         with ctx.optional(len(rows)):
-            shape = _ssd.shape_of(cond, steps, dstate)
-            args = _ssd.make(ctx, shape)
+            shape = ssd_bench.shape_of(cond, steps, dstate)
+            args = ssd_bench.make(ctx, shape)
             run = k["chunked"].ssd_chunked_stages(*args, chunk_size=chunk)
-            _ssd.check_against_reference(ctx, "ssd.chunked.ssd_chunked_stages", run(), args)
+            ssd_bench.check_against_reference(ctx, "ssd.chunked.ssd_chunked_stages", run(), args)
             times = {name: ctx.time(f"{name} N={dstate}", fn, [()], **shape)
                      for name, fn in run.stages.items()}
             mm = [t for n, t in times.items() if n in matmul_stages]
@@ -112,7 +111,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
             o_hi = other_i.high if other_i else 0.0
             share = Interval(mm_i.value / (mm_i.value + o_val), mm_i.low / (mm_i.low + o_hi),
                              mm_i.high / (mm_i.high + o_lo))
-            f_total = _ssd.costs(ctx, "chunked", shape, chunk)[0]
+            f_total = ssd_bench.costs("chunked", shape, chunk)[0]
             f_pass = (shape["batch"] * shape["heads"] * 2 * (steps // chunk)
                       * shape["headdim"] * dstate)
             row = {"forward_share": share.value, "forward_share_low": share.low,

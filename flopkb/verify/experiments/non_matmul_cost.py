@@ -3,7 +3,7 @@ an FP32 non-matmul FLOP on this part, measured, beside the datasheet ratio the K
 (tensor_to_simt_ratio = bf16_tensor_flops / fp32_simt_flops).
 
 Measured: a bf16 cuBLAS GEMM's achieved FLOP/s over the achieved FLOP/s of a compute-bound FP32
-chain on the CUDA cores (`kernels/nonmatmul/chain.py`). The verdict reads the fma chain (one fused
+chain on the CUDA cores (`kernels/nonmatmul/forward.py`). The verdict reads the fma chain (one fused
 multiply-add, 2 FLOPs: the instruction the datasheet's FP32 rate counts); the exp chain
 (multiply, exp2, fma: 4 FLOPs counting exp2 as one, the softmax's kind of work) is reported beside
 it. FLOPs are counted explicitly per call; nothing is read from a profiler.
@@ -17,7 +17,6 @@ from __future__ import annotations
 from typing import Any
 
 from flopkb.verify.context import Context
-from flopkb.verify.experiments import _gemm
 from flopkb.verify.experiments._common import Judgement, Measurement, judge_ratio
 from flopkb.verify.stats import Interval, ratio_interval
 
@@ -32,12 +31,12 @@ SHORT_ITERS = 8
 def cpu_check(ctx: Context) -> None:
     import torch
 
-    chain = ctx.load("nonmatmul", "chain")
+    chain = ctx.load("nonmatmul", "forward")
     ref = ctx.load("nonmatmul", "reference")
     x = -torch.rand(3000)
     for mode in ("fma", "exp"):
         for iters in (1, 9):
-            ctx.check(f"nonmatmul.chain.fp32_chain[{mode}, {iters}]",
+            ctx.check(f"nonmatmul.forward.fp32_chain[{mode}, {iters}]",
                       chain.fp32_chain(x, iters, mode), ref.fp32_chain_reference(x, iters, mode))
     cublas = ctx.load("gemm", "cublas")
     gref = ctx.load("gemm", "reference")
@@ -65,11 +64,13 @@ def _datasheet(ctx: Context) -> dict[str, Any]:
 def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     import torch
 
-    chain = ctx.load("nonmatmul", "chain")
+    gemm_bench = ctx.load("gemm", "bench")
+    chain = ctx.load("nonmatmul", "forward")
     ref = ctx.load("nonmatmul", "reference")
+    cost = ctx.load("nonmatmul", "cost")
     cublas = ctx.load("gemm", "cublas")
     size, n, iters = int(cond["size"]), int(cond["elements"]), int(cond["iters"])
-    t_g = _gemm.timed_matmul(ctx, "gemm bf16", cublas.torch_matmul, size, size, size)
+    t_g = gemm_bench.timed_matmul(ctx, "gemm bf16", cublas.torch_matmul, size, size, size)
     gemm_flops = ctx.timings["gemm bf16"]["flops"]
     g = torch.Generator(device=ctx.device).manual_seed(ctx.seed(0))
     x = -torch.rand(n, device=ctx.device, generator=g)
@@ -82,9 +83,9 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
         for k in (SHORT_ITERS, iters):
             ctx.check(f"{label} x{k}", chain.fp32_chain(head.contiguous(), k, mode),
                       ref.fp32_chain_reference(head, k, mode))
-        flops = chain.flops(n, iters, mode)
+        flops = cost.flops(n, iters, mode)
         t_c = ctx.time(label, lambda v, m=mode: chain.fp32_chain(v, iters, m), [(x,)],
-                       flops=flops, nbytes=chain.bytes_moved(n), n=n, iters=iters, mode=mode)
+                       flops=flops, nbytes=cost.bytes_moved(n), n=n, iters=iters, mode=mode)
         # (F_gemm / t_gemm) / (F_chain / t_chain) = F_gemm / F_chain * t_chain / t_gemm
         r = ratio_interval(t_c, t_g)
         scale = gemm_flops / flops

@@ -27,7 +27,6 @@ from __future__ import annotations
 from typing import Any
 
 from flopkb.verify.context import Context, ExperimentError
-from flopkb.verify.experiments import _reduction
 from flopkb.verify.experiments._common import Judgement, Measurement, point_row
 from flopkb.verify.stats import Interval
 
@@ -72,10 +71,11 @@ def partitions(part: Any, n: int, counts: dict[int, list[str]], tile: int,
 
 
 def cpu_check(ctx: Context) -> None:
+    red_bench = ctx.load("reduction", "bench")
     part = ctx.load("reduction", "partitioned")
-    x = _reduction.inputs(ctx, 40_000)
+    x = red_bench.inputs(ctx, 40_000)
     for parts in (1, 7, 40):
-        _reduction.check_sum(ctx, f"reduction.partitioned.partitioned_sum (parts={parts})",
+        red_bench.check_sum(ctx, f"reduction.partitioned.partitioned_sum (parts={parts})",
                              part.partitioned_sum(x, parts, tile=512), x, 512)
     # the grids the KB's parts imply, at the default size
     sims = partitions(part, DEFAULTS["elements"], sm_counts(ctx), DEFAULTS["tile"],
@@ -85,10 +85,11 @@ def cpu_check(ctx: Context) -> None:
                        "grids": {str(p): accs for p, (_, accs) in sims.items()}})
     if not ok:
         raise ExperimentError("the KB's SM counts imply fewer than two partitions")
-    _reduction.check_cub_plan(ctx)
+    red_bench.check_cub_plan(ctx)
 
 
 def _bundled_rows(ctx: Context, cond: dict[str, Any], seeds: int) -> list[dict[str, Any]]:
+    red_bench = ctx.load("reduction", "bench")
     part = ctx.load("reduction", "partitioned")
     n, repeats, tile = int(cond["elements"]), int(cond["repeats"]), int(cond["tile"])
     sims = partitions(part, n, sm_counts(ctx), tile, float(cond["blocks_per_sm"]))
@@ -96,15 +97,15 @@ def _bundled_rows(ctx: Context, cond: dict[str, Any], seeds: int) -> list[dict[s
                       "tiles, partials folded in index order) at the grids of the KB's SM counts")
     rows = []
     for seed in range(seeds):
-        x = _reduction.inputs(ctx, n, seed=seed)
+        x = red_bench.inputs(ctx, n, seed=seed)
         for parts, (sms, accs) in sims.items():
             out = part.partitioned_sum(x, parts, tile=tile)
-            _reduction.check_sum(ctx, f"partitioned_sum parts={parts} seed={seed}", out, x, tile)
+            red_bench.check_sum(ctx, f"partitioned_sum parts={parts} seed={seed}", out, x, tile)
             again = [part.partitioned_sum(x, parts, tile=tile) for _ in range(repeats)]
             rows.append(point_row(row="partition", seed=seed, sm_count=sms,
                                   accelerators=", ".join(accs), parts=parts,
-                                  bits=_reduction.bits_hex(out),
-                                  repeat_distinct=_reduction.distinct([out, *again])))
+                                  bits=red_bench.bits_hex(out),
+                                  repeat_distinct=red_bench.distinct([out, *again])))
     return with_patterns(rows)
 
 
@@ -130,21 +131,22 @@ def with_patterns(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _cub_rows(ctx: Context, cond: dict[str, Any], seeds: int) -> list[dict[str, Any]]:
     import torch
 
-    lib = _reduction.cub_levels(ctx)
+    red_bench = ctx.load("reduction", "bench")
+    lib = red_bench.cub_levels(ctx)
     n, repeats = int(cond["elements"]), int(cond["repeats"])
     rows = []
     for seed in range(seeds):
-        x = _reduction.inputs(ctx, n, seed=seed)
+        x = red_bench.inputs(ctx, n, seed=seed)
         for shift in ROTATIONS:
             y = torch.roll(x, shift % n) if shift % n else x
             row: dict[str, Any] = {"row": "rotation", "seed": seed, "shift": shift % n}
             for level in ("run_to_run", "gpu_to_gpu"):
                 out = lib.sum(y, level)
-                _reduction.check_sum(ctx, f"cub {level} shift={shift} seed={seed}", out, y,
-                                     _reduction.CUB_TILE)
+                red_bench.check_sum(ctx, f"cub {level} shift={shift} seed={seed}", out, y,
+                                     red_bench.CUB_TILE)
                 again = [lib.sum(y, level) for _ in range(repeats)]
-                row[f"{level}_bits"] = _reduction.bits_hex(out)
-                row[f"{level}_repeat_distinct"] = _reduction.distinct([out, *again])
+                row[f"{level}_bits"] = red_bench.bits_hex(out)
+                row[f"{level}_repeat_distinct"] = red_bench.distinct([out, *again])
             rows.append(row)
             del y
     return rows

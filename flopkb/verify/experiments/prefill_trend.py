@@ -20,7 +20,7 @@ from itertools import pairwise
 from typing import Any
 
 from flopkb.verify.context import Context, ExperimentError
-from flopkb.verify.experiments import _scan, roofline
+from flopkb.verify.experiments import roofline
 from flopkb.verify.experiments._common import Judgement, Measurement, point_row
 from flopkb.verify.stats import CONFIRMED, INCONCLUSIVE, REFUTED, Interval
 
@@ -34,18 +34,20 @@ MIN_POINTS = 3
 def cpu_check(ctx: Context) -> None:
     import torch
 
-    scan = ctx.load("selective_scan", "scan")
+    scan_bench = ctx.load("selective_scan", "bench")
+    scan = ctx.load("selective_scan", "forward")
     ref = ctx.load("selective_scan", "reference")
-    args = _scan.layer_inputs(2, 6, 23, 8, dtype=torch.float32)
-    ctx.check("selective_scan.scan.selective_scan (softplus, bias)",
+    args = scan_bench.layer_inputs(2, 6, 23, 8, dtype=torch.float32)
+    ctx.check("selective_scan.forward.selective_scan (softplus, bias)",
               scan.selective_scan(*args, True), ref.selective_scan_reference(*args, True))
     roofline.cpu_check(ctx)
 
 
 def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
+    scan_bench = ctx.load("selective_scan", "bench")
     if ctx.ceilings is None:
         raise ExperimentError("needs the calibration's measured ceilings")
-    scan = _scan.scan_impl(ctx)
+    scan = scan_bench.scan_impl(ctx)
     scost = ctx.load("selective_scan", "cost")
     dim, tokens, dstate = 2 * int(cond["d_model"]), int(cond["tokens"]), int(cond["state_dim"])
     gemm_rate = ctx.ceilings.bf16_tflops * 1e12
@@ -55,12 +57,12 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
             break
         with ctx.optional(len(rows)):
             batch = tokens // steps
-            args = _scan.layer_inputs(batch, dim, steps, dstate, device=ctx.device,
+            args = scan_bench.layer_inputs(batch, dim, steps, dstate, device=ctx.device,
                                       seed=ctx.seed(steps))
-            _scan.check(ctx, f"selective scan T={steps}", scan(*args), args)
+            scan_bench.check(ctx, f"selective scan T={steps}", scan(*args), args)
             flops = scost.flops(batch, dim, steps, dstate, has_bias=True, softplus=True)
             label = f"selective_scan T={steps}"
-            t = ctx.time(label, scan.fn, _scan.arg_sets(ctx, args, batch, dim, steps, dstate),
+            t = ctx.time(label, scan.fn, scan_bench.arg_sets(ctx, args, batch, dim, steps, dstate),
                          flops=flops, nbytes=scost.bytes_moved(batch, dim, steps, dstate),
                          batch=batch, dim=dim, steps=steps, dstate=dstate)
             predicted = flops / gemm_rate * 1e3

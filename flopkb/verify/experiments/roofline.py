@@ -10,12 +10,7 @@ from typing import Any
 
 from flopkb.verify import stats
 from flopkb.verify.context import Context, ExperimentError
-from flopkb.verify.experiments import _gemm, _scan
-from flopkb.verify.experiments._common import (
-    Judgement,
-    Measurement,
-    point_row,
-)
+from flopkb.verify.experiments._common import Judgement, Measurement, point_row
 from flopkb.verify.stats import Interval
 
 DEFAULTS: dict[str, Any] = {"d_model": 2048, "state_dim": 16, "tokens": 16384, "pass": "forward"}
@@ -30,21 +25,23 @@ GEMM_N = 4096
 def cpu_check(ctx: Context) -> None:
     import torch
 
-    ew = ctx.load("elementwise", "axpby")
+    ew = ctx.load("elementwise", "forward")
     ref = ctx.load("elementwise", "reference")
     x, y = torch.randn(1000), torch.randn(1000)
-    ctx.check("elementwise.axpby.axpby", ew.axpby(x, y, 2.0, -0.5),
+    ctx.check("elementwise.forward.axpby", ew.axpby(x, y, 2.0, -0.5),
               ref.axpby_reference(x, y, 2.0, -0.5))
 
 
 def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     import torch
 
+    scan_bench = ctx.load("selective_scan", "bench")
+    gemm_bench = ctx.load("gemm", "bench")
     if ctx.ceilings is None:
         raise ExperimentError("needs the calibration's measured ceilings")
-    scan = _scan.scan_impl(ctx)
+    scan = scan_bench.scan_impl(ctx)
     scost = ctx.load("selective_scan", "cost")
-    ew = ctx.load("elementwise", "axpby")
+    ew = ctx.load("elementwise", "forward")
     eref = ctx.load("elementwise", "reference")
     ecost = ctx.load("elementwise", "cost")
     cublas = ctx.load("gemm", "cublas")
@@ -60,8 +57,8 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
             break
         with ctx.optional(len(rows)):
             batch = max(1, tokens // steps)
-            args = _scan.layer_inputs(batch, dim, steps, dstate, device=ctx.device)
-            _scan.check(ctx, "selective scan", scan(*args), args)
+            args = scan_bench.layer_inputs(batch, dim, steps, dstate, device=ctx.device)
+            scan_bench.check(ctx, "selective scan", scan(*args), args)
             flops = scost.flops(batch, dim, steps, dstate)
             t = ctx.time(f"selective_scan T={steps} N={dstate}", scan.fn, [args],
                          flops=flops, nbytes=scost.bytes_moved(batch, dim, steps, dstate),
@@ -77,11 +74,11 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     n = ELEMENTWISE_N
     x = torch.randn(n, device=ctx.device)
     yv = torch.randn(n, device=ctx.device)
-    ctx.check("elementwise.axpby.axpby", ew.axpby(x, yv, 2.0, -0.5),
+    ctx.check("elementwise.forward.axpby", ew.axpby(x, yv, 2.0, -0.5),
               eref.axpby_reference(x, yv, 2.0, -0.5))
     ctx.time("axpby", lambda a, b: ew.axpby(a, b, 2.0, -0.5), [(x, yv)], flops=ecost.flops(n),
              nbytes=ecost.bytes_moved(n), n=n)
-    _gemm.timed_matmul(ctx, "gemm", cublas.torch_matmul, GEMM_N, GEMM_N, GEMM_N)
+    gemm_bench.timed_matmul(ctx, "gemm", cublas.torch_matmul, GEMM_N, GEMM_N, GEMM_N)
     fractions = {
         "selective_scan": rows[0].get("scan_roofline_fraction"),
         "elementwise_axpby": ctx.timings["axpby"].get("roofline_fraction"),

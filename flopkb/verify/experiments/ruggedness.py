@@ -8,7 +8,6 @@ from typing import Any
 
 from flopkb.verify import stats
 from flopkb.verify.context import Context
-from flopkb.verify.experiments import _gemm
 from flopkb.verify.experiments._common import Judgement, Measurement, point_row
 from flopkb.verify.stats import Interval
 
@@ -37,6 +36,7 @@ def _swing(rows: list[dict[str, Any]], key: str) -> Interval:
 
 
 def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
+    gemm_bench = ctx.load("gemm", "bench")
     cublas = ctx.load("gemm", "cublas")
     tg = ctx.load("gemm", "triton_gemm")
     base = int(cond["size"])
@@ -46,8 +46,8 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
             break
         with ctx.optional(len(rows)):
             s = base + off
-            t_c = _gemm.timed_matmul(ctx, f"cublas {s}", cublas.torch_matmul, s, s, s)
-            t_t = _gemm.timed_matmul(ctx, f"triton {s}", tg.matmul, s, s, s)
+            t_c = gemm_bench.timed_matmul(ctx, f"cublas {s}", cublas.torch_matmul, s, s, s)
+            t_t = gemm_bench.timed_matmul(ctx, f"triton {s}", tg.matmul, s, s, s)
             f = 2 * s**3
             rows.append(point_row(size=s, flops=f, cublas_tflops=f / t_c.median_ms / 1e9,
                                   cublas_p10=t_c.p10_ms, cublas_p90=t_c.p90_ms,

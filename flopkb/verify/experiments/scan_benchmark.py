@@ -26,7 +26,6 @@ from typing import Any
 from flopkb.magnitude import Magnitude
 from flopkb.verify import stats
 from flopkb.verify.context import Context, ExperimentError
-from flopkb.verify.experiments import _scan
 from flopkb.verify.experiments._common import Judgement, Measurement, point_row, size_of
 from flopkb.verify.stats import Interval, ratio_interval
 
@@ -56,13 +55,14 @@ def lengths(cond: dict[str, Any], quick: bool) -> list[int]:
 def cpu_check(ctx: Context) -> None:
     import torch
 
+    scan_bench = ctx.load("selective_scan", "bench")
     ref = ctx.load("selective_scan", "reference")
-    scan = ctx.load("selective_scan", "scan")
+    scan = ctx.load("selective_scan", "forward")
     unfused = ctx.load("scan_baseline", "unfused")
     for steps in (16, 23):  # a power of two, and one the unfused scan pads
-        args = _scan.layer_inputs(1, 6, steps, 4, dtype=torch.float32, seed=steps)
+        args = scan_bench.layer_inputs(1, 6, steps, 4, dtype=torch.float32, seed=steps)
         want = ref.selective_scan_reference(*args, True)
-        ctx.check(f"selective_scan.scan.selective_scan T={steps}",
+        ctx.check(f"selective_scan.forward.selective_scan T={steps}",
                   scan.selective_scan(*args, True), want)
         ctx.check(f"selective_scan.unfused.selective_scan_unfused T={steps}",
                   unfused.selective_scan_unfused(*args, True), want)
@@ -85,8 +85,9 @@ def _shape(cond: dict[str, Any]) -> tuple[int, int, int, int, int]:
 def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     import torch
 
+    scan_bench = ctx.load("selective_scan", "bench")
     b, d, n, h, hd = _shape(cond)
-    scan = _scan.scan_impl(ctx, "scan")
+    scan = scan_bench.scan_impl(ctx, "scan")
     unfused = ctx.load("scan_baseline", "unfused")
     scost = ctx.load("selective_scan", "cost")
     att = ctx.load("attention", "sdpa")
@@ -101,17 +102,18 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
         if not ctx.more(len(rows)):
             break
         with ctx.optional(len(rows)):
-            args = _scan.layer_inputs(b, d, steps, n, device=ctx.device, seed=ctx.seed(steps))
-            _scan.check(ctx, f"scan T={steps}", scan(*args), args)
+            args = scan_bench.layer_inputs(b, d, steps, n, device=ctx.device, seed=ctx.seed(steps))
+            scan_bench.check(ctx, f"scan T={steps}", scan(*args), args)
             shape = {"batch": b, "dim": d, "steps": steps, "dstate": n}
-            t_s = ctx.time(f"scan T={steps}", scan.fn, _scan.arg_sets(ctx, args, b, d, steps, n),
+            sets = scan_bench.arg_sets(ctx, args, b, d, steps, n)
+            t_s = ctx.time(f"scan T={steps}", scan.fn, sets,
                            flops=scost.flops(b, d, steps, n, has_bias=True, softplus=True),
                            nbytes=scost.bytes_moved(b, d, steps, n), **shape)
             g = torch.Generator(device=ctx.device).manual_seed(ctx.seed(steps + 1))
             qkv = tuple(torch.randn(b, steps, h, hd, device=ctx.device, generator=g,
                                     dtype=torch.bfloat16) for _ in range(3))
             o = att.causal_attention(*qkv, backend=BACKEND)
-            pre = min(_scan.PREFIX * 2, steps)
+            pre = min(scan_bench.PREFIX * 2, steps)
             ctx.check(f"attention T={steps}", o[:1, :pre],
                       aref.causal_attention_reference(*(t[:1, :pre] for t in qkv)))
             t_a = ctx.time(f"attention T={steps}",
@@ -152,9 +154,10 @@ def _pytorch_point(ctx: Context, unfused: Any, args: tuple, steps: int, t_s: Any
     (longer lengths are then not tried: they need more)."""
     import torch
 
+    scan_bench = ctx.load("selective_scan", "bench")
     try:
         y = unfused.selective_scan_unfused(*args, True)
-        _scan.check(ctx, f"pytorch T={steps}", y, args)
+        scan_bench.check(ctx, f"pytorch T={steps}", y, args)
         del y
         t_p = ctx.time(f"pytorch T={steps}",
                        lambda *a: unfused.selective_scan_unfused(*a, True), [args], **shape)

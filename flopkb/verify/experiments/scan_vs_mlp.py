@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from flopkb.verify.context import Context
-from flopkb.verify.experiments import _gemm, _scan, _training
+from flopkb.verify.experiments import _training
 from flopkb.verify.experiments._common import (
     Judgement,
     Measurement,
@@ -35,14 +35,15 @@ SCAN_GRADS = ("u", "delta", "A", "B", "C", "D", "delta_bias")
 def cpu_check(ctx: Context) -> None:
     import torch
 
+    scan_bench = ctx.load("selective_scan", "bench")
     cublas = ctx.load("gemm", "cublas")
     ref = ctx.load("gemm", "reference")
     a, b = torch.randn(9, 24).to(torch.bfloat16), torch.randn(24, 40).to(torch.bfloat16)
     ctx.check("gemm.cublas.torch_matmul", cublas.torch_matmul(a, b), ref.matmul_reference(a, b))
-    scan = ctx.load("selective_scan", "scan")
+    scan = ctx.load("selective_scan", "forward")
     sref = ctx.load("selective_scan", "reference")
-    args = _scan.layer_inputs(1, 5, 17, 4, dtype=torch.float32)
-    ctx.check("selective_scan.scan.selective_scan", scan.selective_scan(*args, True),
+    args = scan_bench.layer_inputs(1, 5, 17, 4, dtype=torch.float32)
+    ctx.check("selective_scan.forward.selective_scan", scan.selective_scan(*args, True),
               sref.selective_scan_reference(*args, True))
     _training.check_grads(ctx, "selective_scan backward",
                           lambda *a: scan.selective_scan(*a, True),
@@ -50,28 +51,46 @@ def cpu_check(ctx: Context) -> None:
                           SCAN_GRADS)
 
 
+def _timed_linear(ctx: Context, label: str, fn: Any, m: int, k: int, n: int, pass_: str) -> Any:
+    """A linear layer's GEMM y = x [m, k] @ w [k, n] in the given pass: forward (1 GEMM),
+    forward+backward (3: y, dx, dw) or backward (2), by torch autograd over `fn`. The forward
+    output is checked; the floor counts the GEMMs the pass runs."""
+    gemm_bench = ctx.load("gemm", "bench")
+    if pass_ == "forward":
+        return gemm_bench.timed_matmul(ctx, label, fn, m, k, n)
+    cost = ctx.load("gemm", "cost")
+    a, b = gemm_bench.bf16(ctx, m, k), gemm_bench.bf16(ctx, k, n, seed=1)
+    gemm_bench.check_rows(ctx, label, fn(a, b), a, b)
+    gemms = 3 if pass_ == "forward+backward" else 2
+    step, args = _training.step(fn, (a, b), (0, 1), pass_)
+    return ctx.time(label, step, [args], flops=gemms * cost.flops(m, n, k),
+                    nbytes=gemms * cost.bytes_moved(m, n, k), m=m, n=n, k=k, pass_=pass_)
+
+
 def _layer_times(ctx: Context, cond: dict[str, Any], scan: Any, pass_: str, batch: int,
                  dim: int, steps: int, dstate: int) -> dict[str, Any]:
     """Times of the Mamba-1 layer's parts and of the MLP in one pass."""
+    scan_bench = ctx.load("selective_scan", "bench")
     cublas = ctx.load("gemm", "cublas")
     scost = ctx.load("selective_scan", "cost")
     d, tokens = int(cond["d_model"]), int(cond["tokens"])
     mm = cublas.torch_matmul
     tag = f"{pass_} N={dstate}"
-    args = _scan.layer_inputs(batch, dim, steps, dstate, device=ctx.device)
+    args = scan_bench.layer_inputs(batch, dim, steps, dstate, device=ctx.device)
     step, step_args = _training.step(scan.fn, args, SCAN_WRT, pass_)
     t_s = ctx.time(f"selective_scan {tag}", step, [step_args],
                    flops=scost.flops(batch, dim, steps, dstate),
                    nbytes=scost.bytes_moved(batch, dim, steps, dstate), batch=batch, dim=dim,
                    steps=steps, dstate=dstate, pass_=pass_)
-    lin = lambda name, k, n: _gemm.timed_linear(ctx, f"{name} {pass_}", mm, tokens, k, n, pass_)  # noqa: E731
+    lin = lambda name, k, n: _timed_linear(ctx, f"{name} {pass_}", mm, tokens, k, n, pass_)  # noqa: E731
     mamba = sum_interval([lin("in_proj", d, 2 * dim), t_s, lin("out_proj", dim, d)])
     mlp = sum_interval([lin("mlp_up", d, 4 * d), lin("mlp_down", 4 * d, d)])
     return {"mamba": mamba, "mlp": mlp, "scan_ms": t_s.median_ms}
 
 
 def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
-    scan = _scan.scan_impl(ctx)
+    scan_bench = ctx.load("selective_scan", "bench")
+    scan = scan_bench.scan_impl(ctx)
     sref = ctx.load("selective_scan", "reference")
     d, tokens, steps = int(cond["d_model"]), int(cond["tokens"]), int(cond["seq_len"])
     dim, batch = 2 * d, max(1, tokens // steps)
@@ -83,10 +102,10 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
         if not ctx.more(len(rows)):
             break
         with ctx.optional(len(rows)):
-            args = _scan.layer_inputs(batch, dim, steps, dstate, device=ctx.device)
-            _scan.check(ctx, "selective scan", scan(*args), args)
+            args = scan_bench.layer_inputs(batch, dim, steps, dstate, device=ctx.device)
+            scan_bench.check(ctx, "selective scan", scan(*args), args)
             if primary_pass != "forward":
-                pre = _scan.prefix(args, min(_scan.PREFIX, steps))
+                pre = scan_bench.prefix(args, min(scan_bench.PREFIX, steps))
                 _training.check_grads(
                     ctx, "selective scan backward", scan.fn,
                     lambda *a: sref.selective_scan_reference(*a, True), pre, SCAN_WRT,

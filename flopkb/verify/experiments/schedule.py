@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 from flopkb.verify.context import Context
-from flopkb.verify.experiments import _ssd
 from flopkb.verify.experiments._common import (
     Judgement,
     Measurement,
@@ -15,7 +14,6 @@ from flopkb.verify.experiments._common import (
     point_row,
     ratio_of,
     size_of,
-    ssd_inputs,
 )
 from flopkb.verify.stats import ratio_interval
 
@@ -27,10 +25,11 @@ DEFAULTS: dict[str, Any] = {"state_dim": 64, "head_dim": 64, "heads": 32, "token
 
 
 def cpu_check(ctx: Context) -> None:
-    k = _ssd.kernels(ctx)
+    ssd_bench = ctx.load("ssd", "bench")
+    k = ssd_bench.kernels()
     import torch
 
-    args = ssd_inputs(2, 37, 4, 16, 16, groups=2, dtype=torch.float32)
+    args = ssd_bench.ssd_inputs(2, 37, 4, 16, 16, groups=2, dtype=torch.float32)
     want = k["reference"].ssd_reference(*args)
     ctx.check("ssd.scan.ssd_scan", k["scan"].ssd_scan(*args), want)
     ctx.check("ssd.chunked.ssd_chunked", k["chunked"].ssd_chunked(*args, chunk_size=16), want)
@@ -45,25 +44,28 @@ def points(cond: dict[str, Any], quick: bool) -> list[tuple[int, int]]:
     return pts[:2] if quick else pts
 
 
-def _schedules(ctx: Context, chunk: int) -> tuple[_ssd.Impl, _ssd.Impl]:
+def _schedules(ctx: Context, chunk: int) -> tuple[Any, Any]:
     """(chunked, scan) schedules of the same SSD math for the "schedules" side: the bundled
-    kernels, or fla's chunk_simple_gla and fused_recurrent_simple_gla."""
+    kernels, or fla's chunk_simple_gla and fused_recurrent_simple_gla (each a `bench.Impl` of
+    kernels/ssd/bench.py)."""
+    ssd_bench = ctx.load("ssd", "bench")
     if ctx.impl("schedules") == "fla":
         from flopkb.verify.peers import fla
 
         ops, version = fla.ops()
         ctx.describe_impl("schedules",
                           f"peer:{version} chunk_simple_gla vs fused_recurrent_simple_gla")
-        return (_ssd.Impl(_ssd.gla_as_ssd(ops["chunk_simple_gla"]), version, _ssd.gla_inputs),
-                _ssd.Impl(_ssd.gla_as_ssd(ops["fused_recurrent_simple_gla"]), version,
-                          _ssd.gla_inputs))
-    k = _ssd.kernels(ctx)
+        impl, gla, inputs = ssd_bench.Impl, ssd_bench.gla_as_ssd, ssd_bench.gla_inputs
+        return (impl(gla(ops["chunk_simple_gla"]), version, inputs),
+                impl(gla(ops["fused_recurrent_simple_gla"]), version, inputs))
+    k = ssd_bench.kernels()
     ctx.describe_impl("schedules", f"bundled ssd_chunked (chunk {chunk}) vs ssd_scan")
-    return (_ssd.Impl(lambda *a: k["chunked"].ssd_chunked(*a, chunk_size=chunk), "bundled"),
-            _ssd.Impl(k["scan"].ssd_scan, "bundled"))
+    return (ssd_bench.Impl(lambda *a: k["chunked"].ssd_chunked(*a, chunk_size=chunk), "bundled"),
+            ssd_bench.Impl(k["scan"].ssd_scan, "bundled"))
 
 
 def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
+    ssd_bench = ctx.load("ssd", "bench")
     chunk = int(cond["chunk_size"])
     chunked, scan = _schedules(ctx, chunk)
     rows = []
@@ -71,16 +73,16 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
         if not ctx.more(len(rows)):
             break
         with ctx.optional(len(rows)):
-            shape = _ssd.shape_of(cond, steps, dstate)
-            args = _ssd.make(ctx, shape)
+            shape = ssd_bench.shape_of(cond, steps, dstate)
+            args = ssd_bench.make(ctx, shape)
             y_chunk = chunked(*args)
             y_scan = scan(*args)
-            _ssd.check_against_reference(ctx, "chunked schedule", y_chunk, args)
-            _ssd.check_against_reference(ctx, "scan schedule", y_scan, args)
+            ssd_bench.check_against_reference(ctx, "chunked schedule", y_chunk, args)
+            ssd_bench.check_against_reference(ctx, "scan schedule", y_scan, args)
             ctx.check("scan vs chunked schedule (full length)", y_scan, y_chunk.float())
-            sets = _ssd.arg_sets(ctx, shape, args)
-            f_c, b_c = _ssd.costs(ctx, "chunked", shape, chunk)
-            f_s, b_s = _ssd.costs(ctx, "scan", shape)
+            sets = ssd_bench.arg_sets(ctx, shape, args)
+            f_c, b_c = ssd_bench.costs("chunked", shape, chunk)
+            f_s, b_s = ssd_bench.costs("scan", shape)
             tag = f"T={steps} N={dstate}"
             t_c = ctx.time(f"chunked {tag}", chunked.fn, chunked.sets(sets), flops=f_c,
                            nbytes=b_c, **shape)

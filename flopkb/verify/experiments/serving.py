@@ -16,7 +16,8 @@ take the sum of the n steps' times. Readings: `equal_batch` (both at `batch`) an
 `accelerator` (`flopkb.modelcost`, at most `max_batch`). The verdict reads `reading`; the other
 reading is reported beside it.
 
-Never run on a GPU yet: `measure` and `_serving_layers` are untested there; `judge` and the
+The timed sublayers are `kernels/layers/` (`prefill.py`, `decode.py`), loaded and hashed like
+the kernels. Never run on a GPU yet: `measure` and the layers are untested there; `judge` and the
 composition are tested with fake timings (tests/unit/test_verify_serving.py).
 """
 
@@ -125,15 +126,13 @@ def _tables(per: dict[str, Any]) -> list[tuple[str, int | None, dict[str, Interv
 
 
 def cpu_check(ctx: Context) -> None:
-    """The decode kernels and the windowed prefill attention against their references, odd
+    """The decode steps and the windowed prefill attention against their references, odd
     sizes, through the Triton interpreter."""
     import torch
 
-    from flopkb.verify.experiments import _serving_layers
-
-    ref = ctx.load("decode", "reference")
-    m1, m2 = ctx.load("decode", "mamba1_step"), ctx.load("decode", "mamba2_step")
-    att = ctx.load("decode", "attention")
+    m1, m2 = ctx.load("selective_scan", "step"), ctx.load("ssd", "step")
+    m1_ref, m2_ref = ctx.load("selective_scan", "reference"), ctx.load("ssd", "reference")
+    att, att_ref = ctx.load("attention", "step"), ctx.load("attention", "reference")
     g = torch.Generator().manual_seed(0)
 
     def rnd(*shape: int) -> torch.Tensor:
@@ -144,26 +143,26 @@ def cpu_check(ctx: Context) -> None:
               Bm=rnd(b, n).bfloat16(), Cm=rnd(b, n).bfloat16(), D=rnd(dim), dt_bias=rnd(dim))
     state = rnd(b, dim, n)
     s_k, s_r = state.clone(), state.clone()
-    ctx.check("decode.mamba1_step", m1.mamba1_step(s_k, **a1),
-              ref.mamba1_step_reference(s_r, **a1))
-    ctx.check("decode.mamba1_step[state]", s_k, s_r, tol=1e-5)
+    ctx.check("selective_scan.step.mamba1_step", m1.mamba1_step(s_k, **a1),
+              m1_ref.mamba1_step_reference(s_r, **a1))
+    ctx.check("selective_scan.step.mamba1_step[state]", s_k, s_r, tol=1e-5)
     h, p, grp = 6, 7, 3
     a2 = dict(x=rnd(b, h, p).bfloat16(), dt=rnd(b, h).bfloat16(), A=-rnd(h).abs() - 0.1,
               Bm=rnd(b, grp, n).bfloat16(), Cm=rnd(b, grp, n).bfloat16(), D=rnd(h),
               dt_bias=rnd(h))
     state = rnd(b, h, p, n)
     s_k, s_r = state.clone(), state.clone()
-    ctx.check("decode.mamba2_step", m2.mamba2_step(s_k, **a2),
-              ref.mamba2_step_reference(s_r, **a2))
-    ctx.check("decode.mamba2_step[state]", s_k, s_r, tol=1e-5)
+    ctx.check("ssd.step.mamba2_step", m2.mamba2_step(s_k, **a2),
+              m2_ref.mamba2_step_reference(s_r, **a2))
+    ctx.check("ssd.step.mamba2_step[state]", s_k, s_r, tol=1e-5)
     q, kc, vc = rnd(2, 6, 16), rnd(2, 19, 2, 16), rnd(2, 19, 2, 16)
-    ctx.check("decode.attention.decode_attention[math]",
+    ctx.check("attention.step.decode_attention[math]",
               att.decode_attention(q, kc, vc, backend="math"),
-              ref.decode_attention_reference(q, kc, vc))
+              att_ref.decode_attention_reference(q, kc, vc))
     q, kc, vc = rnd(1, 23, 4, 8), rnd(1, 23, 2, 8), rnd(1, 23, 2, 8)
-    ctx.check("serving windowed_attention[math]",
-              _serving_layers.windowed_attention(q, kc, vc, 5, backend="math"),
-              _serving_layers.windowed_attention_reference(q, kc, vc, 5))
+    ctx.check("attention.window_sdpa.windowed_attention[math]",
+              ctx.load("attention", "window_sdpa").windowed_attention(q, kc, vc, 5, backend="math"),
+              att_ref.windowed_attention_reference(q, kc, vc, 5))
 
 
 def _timed(ctx: Context, label: str, built: Any, nbytes: float = 0.0, decode: bool = False,
@@ -177,8 +176,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     """Time one sublayer of each type of both architectures at the claim's shapes (GPU)."""
     import torch
 
-    from flopkb.verify.experiments import _serving_layers as layers
-
+    prefill, decode = ctx.load("layers", "prefill"), ctx.load("layers", "decode")
     if ctx.kb is None:
         raise ExperimentError("the serving experiments read architecture records: no KB")
     s = setup(cond)
@@ -192,7 +190,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
             if s["phase"] in ("prefill", "end_to_end"):
                 per["prefill"] = {
                     k.value: _timed(ctx, f"{arch.id} {k.value} prefill L={s['prompt_length']}",
-                                    layers.prefill_layer(ctx, arch, k, s["batch"],
+                                    prefill.prefill_layer(ctx, arch, k, s["batch"],
                                                          s["prompt_length"]),
                                     batch=s["batch"], steps=s["prompt_length"])
                     for k in kinds}
@@ -202,9 +200,9 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
                     per["decode"][batch] = {
                         k.value: _timed(ctx, f"{arch.id} {k.value} decode "
                                         f"L={s['decode_context']} B={batch}",
-                                        layers.decode_layer(ctx, arch, k, batch,
+                                        decode.decode_layer(ctx, arch, k, batch,
                                                             s["decode_context"]),
-                                        nbytes=layers.decode_floor_bytes(
+                                        nbytes=decode.decode_floor_bytes(
                                             ctx, arch, k, batch, s["decode_context"]),
                                         decode=True, batch=batch, steps=s["decode_context"])
                         for k in kinds}

@@ -12,7 +12,7 @@ from typing import Any
 
 from flopkb.verify import stats
 from flopkb.verify.context import Context, ExperimentError
-from flopkb.verify.experiments import _ssd, _training
+from flopkb.verify.experiments import _training
 from flopkb.verify.experiments._common import Judgement, Measurement, judge_ratio, point_row
 from flopkb.verify.stats import Interval, ratio_interval
 
@@ -38,28 +38,29 @@ def cpu_check(ctx: Context) -> None:
 def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     import torch
 
+    ssd_bench = ctx.load("ssd", "bench")
     att = ctx.load("attention", "sdpa")
     aref = ctx.load("attention", "reference")
     acost = ctx.load("attention", "cost")
     chunk = int(cond["chunk_size"])
-    ssd = _ssd.chunked_impl(ctx, chunk)
+    ssd = ssd_bench.chunked_impl(ctx, chunk)
     backend_ran = None
     rows = []
     for steps in QUICK if ctx.quick else FULL:
         if not ctx.more(len(rows)):
             break
         with ctx.optional(len(rows)):
-            shape = _ssd.shape_of(cond, steps)
-            args = _ssd.make(ctx, shape)
+            shape = ssd_bench.shape_of(cond, steps)
+            args = ssd_bench.make(ctx, shape)
             y = ssd(*args)
-            _ssd.check_against_reference(ctx, "ssd chunked", y, args)
+            ssd_bench.check_against_reference(ctx, "ssd chunked", y, args)
             b, h, d = shape["batch"], shape["heads"], shape["headdim"]
             g = torch.Generator(device=ctx.device).manual_seed(ctx.seed(steps))
             qkv = tuple(torch.randn(b, steps, h, d, device=ctx.device, generator=g,
                                     dtype=torch.bfloat16)
                         for _ in range(3))
             o = att.causal_attention(*qkv, backend=BACKEND)
-            n = min(_ssd.PREFIX * 2, steps)
+            n = min(ssd_bench.PREFIX * 2, steps)
             ctx.check(f"attention.sdpa.causal_attention[{BACKEND}]", o[:1, :n],
                       aref.causal_attention_reference(*(t[:1, :n] for t in qkv)))
             if backend_ran is None:
@@ -68,8 +69,8 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
                 tuple(torch.randn_like(t) for t in qkv)
                 for _ in range(1, ctx.rotations(sum(t.numel() * 2 for t in qkv)))
             ]
-            f_c, b_c = _ssd.costs(ctx, "chunked", shape, chunk)
-            t_c = ctx.time(f"ssd T={steps}", ssd.fn, ssd.sets(_ssd.arg_sets(ctx, shape, args)),
+            f_c, b_c = ssd_bench.costs("chunked", shape, chunk)
+            t_c = ctx.time(f"ssd T={steps}", ssd.fn, ssd.sets(ssd_bench.arg_sets(ctx, shape, args)),
                            flops=f_c,
                            nbytes=b_c, **shape)
             t_a = ctx.time(f"attention T={steps}",
@@ -105,10 +106,11 @@ def _training_point(ctx: Context, ssd: Any, att: Any, shape: dict[str, int],
                     qkv: tuple) -> dict[str, Any]:
     """The same length as a training step (forward+backward; SDPA's own flash backward): where
     the crossover and the 16K ratio move in training. The verdict stays on the forward pass."""
+    ssd_bench = ctx.load("ssd", "bench")
     fb = "forward+backward"
     steps = shape["steps"]
     t_c = _training.optional_step(ctx, f"ssd T={steps} {fb}", ssd.fn,
-                                  ssd.prepare(_ssd.make(ctx, shape)), fb, **shape)
+                                  ssd.prepare(ssd_bench.make(ctx, shape)), fb, **shape)
     t_a = _training.optional_step(ctx, f"attention T={steps} {fb}",
                                   lambda *a: att.causal_attention(*a, backend=BACKEND), qkv, fb,
                                   steps=steps)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from flopkb.verify.context import Context
-from flopkb.verify.experiments import _scan, _ssd, _training
+from flopkb.verify.experiments import _training
 from flopkb.verify.experiments._common import (
     Judgement,
     Measurement,
@@ -33,10 +33,11 @@ DEFAULTS: dict[str, Any] = {"state_dim": 64, "head_dim": 64, "heads": 32, "token
 def cpu_check(ctx: Context) -> None:
     import torch
 
-    scan = ctx.load("selective_scan", "scan")
+    scan_bench = ctx.load("selective_scan", "bench")
+    scan = ctx.load("selective_scan", "forward")
     ref = ctx.load("selective_scan", "reference")
-    args = _scan.layer_inputs(2, 6, 23, 8, dtype=torch.float32)
-    ctx.check("selective_scan.scan.selective_scan (softplus, bias)",
+    args = scan_bench.layer_inputs(2, 6, 23, 8, dtype=torch.float32)
+    ctx.check("selective_scan.forward.selective_scan (softplus, bias)",
               scan.selective_scan(*args, True), ref.selective_scan_reference(*args, True))
 
 
@@ -49,29 +50,31 @@ def points(cond: dict[str, Any], quick: bool) -> list[tuple[int, int]]:
 
 
 def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
+    ssd_bench = ctx.load("ssd", "bench")
+    scan_bench = ctx.load("selective_scan", "bench")
     scost = ctx.load("selective_scan", "cost")
     chunk = int(cond["chunk_size"])
-    ssd = _ssd.chunked_impl(ctx, chunk)
-    scan = _scan.scan_impl(ctx)
+    ssd = ssd_bench.chunked_impl(ctx, chunk)
+    scan = scan_bench.scan_impl(ctx)
     rows = []
     for steps, dstate in points(cond, ctx.quick):
         if not ctx.more(len(rows)):
             break
         with ctx.optional(len(rows)):
-            shape = _ssd.shape_of(cond, steps, dstate)
+            shape = ssd_bench.shape_of(cond, steps, dstate)
             dim, batch = shape["heads"] * shape["headdim"], shape["batch"]
-            args = _ssd.make(ctx, shape)
-            _ssd.check_against_reference(ctx, "ssd chunked", ssd(*args), args)
-            s_args = _scan.layer_inputs(batch, dim, steps, dstate, device=ctx.device)
-            _scan.check(ctx, "selective scan", scan(*s_args), s_args)
-            f_c, b_c = _ssd.costs(ctx, "chunked", shape, chunk)
+            args = ssd_bench.make(ctx, shape)
+            ssd_bench.check_against_reference(ctx, "ssd chunked", ssd(*args), args)
+            s_args = scan_bench.layer_inputs(batch, dim, steps, dstate, device=ctx.device)
+            scan_bench.check(ctx, "selective scan", scan(*s_args), s_args)
+            f_c, b_c = ssd_bench.costs("chunked", shape, chunk)
             f_s = scost.flops(batch, dim, steps, dstate)
             b_s = scost.bytes_moved(batch, dim, steps, dstate)
             tag = f"T={steps} N={dstate}"
-            t_c = ctx.time(f"ssd {tag}", ssd.fn, ssd.sets(_ssd.arg_sets(ctx, shape, args)),
+            t_c = ctx.time(f"ssd {tag}", ssd.fn, ssd.sets(ssd_bench.arg_sets(ctx, shape, args)),
                            flops=f_c, nbytes=b_c, **shape)
             t_s = ctx.time(f"selective_scan {tag}", scan.fn,
-                           _scan.arg_sets(ctx, s_args, batch, dim, steps, dstate), flops=f_s,
+                           scan_bench.arg_sets(ctx, s_args, batch, dim, steps, dstate), flops=f_s,
                            nbytes=b_s, batch=batch, dim=dim, steps=steps, dstate=dstate)
             r = ratio_interval(t_s, t_c)
             rows.append(point_row(seq_len=steps, state_dim=dstate, scan_ms=t_s.median_ms,
@@ -91,15 +94,17 @@ def _training_row(ctx: Context, cond: dict[str, Any], ssd: Any, scan: Any,
                   at: dict[str, Any]) -> dict[str, Any]:
     """The claim's point as a training step (forward+backward): where the ratio moves in
     training. The verdict stays on the paper's forward condition."""
-    shape = _ssd.shape_of(cond, at["seq_len"], at["state_dim"])
+    ssd_bench = ctx.load("ssd", "bench")
+    scan_bench = ctx.load("selective_scan", "bench")
+    shape = ssd_bench.shape_of(cond, at["seq_len"], at["state_dim"])
     dim, batch = shape["heads"] * shape["headdim"], shape["batch"]
     fb = "forward+backward"
     tag = f"T={at['seq_len']} N={at['state_dim']}"
     t_c = _training.optional_step(ctx, f"ssd {tag} {fb}", ssd.fn,
-                                  ssd.prepare(_ssd.make(ctx, shape)), fb, **shape)
+                                  ssd.prepare(ssd_bench.make(ctx, shape)), fb, **shape)
     t_s = _training.optional_step(
         ctx, f"selective_scan {tag} {fb}", scan.fn,
-        _scan.layer_inputs(batch, dim, at["seq_len"], at["state_dim"], device=ctx.device), fb,
+        scan_bench.layer_inputs(batch, dim, at["seq_len"], at["state_dim"], device=ctx.device), fb,
         batch=batch, dim=dim)
     row = {"seq_len": at["seq_len"], "state_dim": at["state_dim"], "pass": fb}
     if t_c is None or t_s is None:

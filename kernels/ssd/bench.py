@@ -1,4 +1,11 @@
-"""SSD helpers shared by the SSD experiments: kernels, correctness on the timed inputs, costs."""
+"""SSD as a side of an experiment: inputs made the way Mamba-2 initialises them, the chunked
+implementation chosen for the side (bundled, or a peer through `ctx.peer`), the correctness check
+of the timed output against the PyTorch reference on a causal prefix, and the costs of each call.
+
+`ctx` is the experiment's Context (flopkb.verify.context): `device`, `seed`, `rotations`, `impl`,
+`describe_impl`, `peer`, `check`. Loaded by path like the kernels (`ctx.load("ssd", "bench")`),
+so it is hashed with them and a KB's own ssd/ brings its own.
+"""
 
 from __future__ import annotations
 
@@ -6,21 +13,53 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from flopkb.verify.context import Context
-from flopkb.verify.experiments._common import nbytes, ssd_inputs, ssd_prefix
+import torch
+
+from . import chunked, cost, reference, scan
 
 # Reference checks run on the first PREFIX steps of one sequence of the timed inputs (the
 # reference steps the recurrence in Python: one small kernel chain per step).
 PREFIX = 256
 
 
-def kernels(ctx: Context) -> dict[str, Any]:
-    return {
-        "chunked": ctx.load("ssd", "chunked"),
-        "scan": ctx.load("ssd", "scan"),
-        "reference": ctx.load("ssd", "reference"),
-        "cost": ctx.load("ssd", "cost"),
-    }
+def nbytes(*tensors: Any) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors if t is not None)
+
+
+def ssd_inputs(batch: int, steps: int, heads: int, headdim: int, dstate: int, *, groups: int = 1,
+               device: Any = "cpu", dtype: Any = None, seed: int = 0) -> tuple:
+    """x [B, T, H, P], dt [B, T, H] fp32 > 0, A [H] fp32 < 0, Bm, Cm [B, T, G, N], Dskip [H].
+
+    Random, never zeros (zeros hide unwritten outputs and run faster than real data), drawn on
+    `device` with a seeded generator. dt and A are drawn as Mamba-2 initialises them (dt in
+    ~[0.001, 0.1], A in [-16, -1]) so the decays span short and long memories.
+    """
+    dtype = dtype or torch.bfloat16
+    g = torch.Generator(device=torch.device(device)).manual_seed(seed)
+
+    def rnd(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, generator=g, device=device)
+
+    x = rnd(batch, steps, heads, headdim).to(dtype)
+    dt = torch.exp(torch.rand(batch, steps, heads, generator=g, device=device) * 4.6 - 6.9)
+    A = -torch.rand(heads, generator=g, device=device) * 15 - 1
+    Bm = (rnd(batch, steps, groups, dstate) / dstate**0.5).to(dtype)
+    Cm = (rnd(batch, steps, groups, dstate) / dstate**0.5).to(dtype)
+    Dskip = rnd(heads)
+    return x, dt, A, Bm, Cm, Dskip
+
+
+def ssd_prefix(args: tuple, steps: int, batch: int = 1) -> tuple:
+    """The first `batch` sequences and `steps` steps of SSD inputs: y's prefix depends on no
+    later input (causality), so a reference run on the prefix checks the timed kernel's output."""
+    x, dt, A, Bm, Cm, Dskip = args
+    return (x[:batch, :steps].contiguous(), dt[:batch, :steps].contiguous(), A,
+            Bm[:batch, :steps].contiguous(), Cm[:batch, :steps].contiguous(), Dskip)
+
+
+def kernels() -> dict[str, Any]:
+    """The modules an SSD experiment times and checks against."""
+    return {"chunked": chunked, "scan": scan, "reference": reference, "cost": cost}
 
 
 def shape_of(cond: dict[str, Any], steps: int, dstate: int | None = None) -> dict[str, int]:
@@ -34,23 +73,21 @@ def shape_of(cond: dict[str, Any], steps: int, dstate: int | None = None) -> dic
     }
 
 
-def make(ctx: Context, shape: dict[str, int], seed: int = 0) -> tuple:
+def make(ctx: Any, shape: dict[str, int], seed: int = 0) -> tuple:
     return ssd_inputs(shape["batch"], shape["steps"], shape["heads"], shape["headdim"],
                       shape["dstate"], device=ctx.device, seed=ctx.seed(seed))
 
 
-def check_against_reference(ctx: Context, label: str, y: Any, args: tuple,
+def check_against_reference(ctx: Any, label: str, y: Any, args: tuple,
                             prefix: int = PREFIX) -> None:
     """y (the timed kernel's output on `args`) vs ssd_reference on a causal prefix of `args`."""
-    ref = ctx.load("ssd", "reference")
     steps = min(prefix, args[0].shape[1])
-    want = ref.ssd_reference(*ssd_prefix(args, steps))
+    want = reference.ssd_reference(*ssd_prefix(args, steps))
     ctx.check(label, y[:1, :steps], want)
 
 
-def costs(ctx: Context, schedule: str, shape: dict[str, int], chunk: int = 64) -> tuple[int, int]:
-    """(FLOPs, bytes) of one forward pass from kernels/ssd/cost.py."""
-    cost = ctx.load("ssd", "cost")
+def costs(schedule: str, shape: dict[str, int], chunk: int = 64) -> tuple[int, int]:
+    """(FLOPs, bytes) of one forward pass from cost.py."""
     args = (shape["batch"], shape["steps"], shape["heads"], shape["headdim"], shape["dstate"])
     flops = cost.flops(schedule, *args, chunk=chunk, has_d=True)
     if schedule == "chunked":
@@ -60,7 +97,7 @@ def costs(ctx: Context, schedule: str, shape: dict[str, int], chunk: int = 64) -
     return flops, moved
 
 
-def arg_sets(ctx: Context, shape: dict[str, int], first: tuple) -> list[tuple]:
+def arg_sets(ctx: Any, shape: dict[str, int], first: tuple) -> list[tuple]:
     """`first` plus fresh draws until one set no longer fits in L2 between its uses."""
     sets = [first]
     for seed in range(1, ctx.rotations(nbytes(*first))):
@@ -87,33 +124,28 @@ class Impl:
         return [self.prepare(a) for a in arg_sets]
 
 
-def chunked_impl(ctx: Context, chunk: int, side: str = "ssd") -> Impl:
-    """The chunked SSD chosen for `side` in this combination (impls.py). Peers: mamba_ssm's
+def chunked_impl(ctx: Any, chunk: int, side: str = "ssd") -> Impl:
+    """The chunked SSD chosen for `side` in this combination. Peers: mamba_ssm's
     `mamba_chunk_scan_combined`; fla's `chunk_simple_gla` with q = C and k = B per head,
     v = x * dt, g = dt * A, scale 1, and the D skip added after it (one elementwise pass the
     fused kernels do not need). Raises PeerUnavailable when the peer cannot be loaded."""
     impl = ctx.impl(side)
     if impl == "mamba_ssm":
-        from flopkb.verify.peers import mamba_ssm
-
-        combined, version = mamba_ssm.chunk_scan_combined()
+        combined, version = ctx.peer("mamba_ssm").chunk_scan_combined()
 
         def run_mamba(x, dt, A, Bm, Cm, Dskip=None):
             return combined(x, dt, A, Bm, Cm, chunk, D=Dskip)
 
         chosen = Impl(run_mamba, f"peer:{version} mamba_chunk_scan_combined (chunk {chunk})")
     elif impl == "fla":
-        from flopkb.verify.peers import fla
-
-        ops, version = fla.ops()
+        ops, version = ctx.peer("fla").ops()
         chosen = Impl(gla_as_ssd(ops["chunk_simple_gla"]),
                       f"peer:{version} chunk_simple_gla (q=C, k=B per head, v=x*dt, g=dt*A) "
                       "+ D skip", prepare=gla_inputs)
     elif impl == "bundled":
-        k = kernels(ctx)
 
         def ssd_fn(*args: Any) -> Any:
-            return k["chunked"].ssd_chunked(*args, chunk_size=chunk)
+            return chunked.ssd_chunked(*args, chunk_size=chunk)
 
         chosen = Impl(ssd_fn, f"bundled ssd_chunked (chunk {chunk})")
     else:
@@ -134,8 +166,6 @@ def gla_inputs(args: tuple) -> tuple:
 
 
 def gla_as_ssd(gla: Callable[..., Any]) -> Callable[..., Any]:
-    import torch
-
     def run(q, k, v, g, x, Dskip):
         y = gla(q, k, v, g=g, scale=1.0)[0]
         return y if Dskip is None else torch.addcmul(y, x, Dskip[:, None].to(x.dtype))

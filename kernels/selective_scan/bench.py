@@ -1,7 +1,11 @@
 """The Mamba-1 selective scan as a side of an experiment: inputs made and the kernel called the
 way a Mamba-1 layer calls it (raw dt projection, `delta_bias`, `delta_softplus=True`), the
-implementation chosen for the side (bundled Triton, or Mamba's CUDA kernel), and the correctness
-check of the timed output against the PyTorch reference on a causal prefix."""
+implementation chosen for the side (bundled Triton, or Mamba's CUDA kernel through `ctx.peer`),
+and the correctness check of the timed output against the PyTorch reference on a causal prefix.
+
+`ctx` is the experiment's Context (flopkb.verify.context). Loaded by path like the kernels
+(`ctx.load("selective_scan", "bench")`), so it is hashed with them.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flopkb.verify.context import Context
-from flopkb.verify.experiments._common import _generator, nbytes
+import torch
+
+from . import forward, reference
 
 # Reference checks run on the first PREFIX steps of one sequence of the timed inputs.
 PREFIX = 256
@@ -26,10 +31,8 @@ def layer_inputs(batch: int, dim: int, steps: int, dstate: int, *, device: Any =
     inverse softplus of dt drawn log-uniform in [0.001, 0.1] as Mamba initialises dt_proj's bias.
     Random, never zeros, from a seeded generator on `device`.
     """
-    import torch
-
     dtype = dtype or torch.bfloat16
-    g = _generator(device, seed)
+    g = torch.Generator(device=torch.device(device)).manual_seed(seed)
 
     def rnd(*shape: int) -> torch.Tensor:
         return torch.randn(*shape, generator=g, device=device)
@@ -62,21 +65,19 @@ class Impl:
         return self.fn(*args)
 
 
-def scan_impl(ctx: Context, side: str = "scan") -> Impl:
-    """The selective scan chosen for `side` (impls.py); raises PeerUnavailable for a peer that
-    is missing or does not build."""
+def scan_impl(ctx: Any, side: str = "scan") -> Impl:
+    """The selective scan chosen for `side`; raises PeerUnavailable for a peer that is missing
+    or does not build."""
     impl = ctx.impl(side)
     if impl == "mamba_cuda":
-        from flopkb.verify.peers import mamba_cuda
-
-        module, built = mamba_cuda.build(search_folders(ctx))
-        run = mamba_cuda.scan_fn(module)
+        peer = ctx.peer("mamba_cuda")
+        module, built = peer.build(search_folders(ctx))
+        run = peer.scan_fn(module)
         chosen = Impl(lambda u, d, A, B, C, D, bias: run(u, d, A, B, C, D, bias, True),
                       f"peer:mamba_ssm selective_scan_cuda ({built}), delta_softplus with bias")
     elif impl == "bundled":
-        scan = ctx.load("selective_scan", "scan")
-        chosen = Impl(lambda u, d, A, B, C, D, bias: scan.selective_scan(u, d, A, B, C, D, bias,
-                                                                         True),
+        chosen = Impl(lambda u, d, A, B, C, D, bias: forward.selective_scan(u, d, A, B, C, D,
+                                                                            bias, True),
                       "bundled selective_scan, delta_softplus with bias")
     else:
         raise ValueError(f"no {impl!r} implementation of the selective scan")
@@ -84,7 +85,7 @@ def scan_impl(ctx: Context, side: str = "scan") -> Impl:
     return chosen
 
 
-def search_folders(ctx: Context) -> list[Path]:
+def search_folders(ctx: Any) -> list[Path]:
     """Where a peer's source may lie: beside the KB, and the working folder."""
     folders = [Path.cwd()]
     if ctx.kb_root is not None:
@@ -92,16 +93,16 @@ def search_folders(ctx: Context) -> list[Path]:
     return folders
 
 
-def check(ctx: Context, label: str, y: Any, args: tuple) -> None:
+def check(ctx: Any, label: str, y: Any, args: tuple) -> None:
     """The timed output's causal prefix against the reference."""
-    ref = ctx.load("selective_scan", "reference")
     pre = prefix(args, min(PREFIX, args[0].shape[2]))
     ctx.check(label, y[:1, :, :pre[0].shape[2]],
-              ref.selective_scan_reference(*pre[:5], pre[5], pre[6], True))
+              reference.selective_scan_reference(*pre[:5], pre[5], pre[6], True))
 
 
-def arg_sets(ctx: Context, first: tuple, batch: int, dim: int, steps: int, dstate: int) -> list:
+def arg_sets(ctx: Any, first: tuple, batch: int, dim: int, steps: int, dstate: int) -> list:
     """`first` plus fresh draws until one set no longer fits in L2 between its uses."""
+    per_set = sum(t.numel() * t.element_size() for t in first if t is not None)
     return [first] + [layer_inputs(batch, dim, steps, dstate, device=ctx.device,
                                    seed=ctx.seed(i))
-                      for i in range(1, ctx.rotations(nbytes(*first)))]
+                      for i in range(1, ctx.rotations(per_set))]

@@ -3,7 +3,7 @@
 Programs are parallel over (block of channels, batch). Each loads its [BLOCK_D, N] slice of the
 float32 state, applies dt' = softplus(dt + bias), h = exp(dt' A) h + dt' x B, writes h back in
 place and y = C . h + D x. The step is memory-bound: the state is read and written once
-(README: bytes per step).
+(README: decode step).
 """
 
 from __future__ import annotations
@@ -12,9 +12,14 @@ import torch
 import triton
 import triton.language as tl
 
-from .._ssm_common import FLOAT_DTYPES, check_device, check_tensor
-from ..selective_scan.common import _softplus
-from ._checks import check_optional, check_state
+from .._ssm_common import (
+    FLOAT_DTYPES,
+    _softplus,
+    check_device,
+    check_optional,
+    check_state,
+    check_tensor,
+)
 
 
 @triton.jit

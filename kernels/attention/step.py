@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import sdpa_kernel
 
-from ..attention.sdpa import BACKENDS
+from .sdpa import BACKENDS
 
 
 def decode_attention(

@@ -26,7 +26,6 @@ import triton.language as tl
 BLOCK = 1024
 NUM_WARPS = 4
 MODES = ("fma", "exp")
-FLOPS_PER_STEP = {"fma": 2, "exp": 4}
 
 
 @triton.jit
@@ -62,12 +61,3 @@ def fp32_chain(x: torch.Tensor, iters: int, mode: str = "fma", *, a: float = 0.9
                                                 BLOCK=BLOCK, num_warps=NUM_WARPS)
     return out
 
-
-def flops(n: int, iters: int, mode: str = "fma") -> int:
-    """FLOPs of one call: FLOPS_PER_STEP[mode] per step per element."""
-    return FLOPS_PER_STEP[mode] * iters * n
-
-
-def bytes_moved(n: int) -> int:
-    """One fp32 read and one fp32 write per element."""
-    return 8 * n

@@ -3,7 +3,8 @@
 Programs are parallel over (block of head channels P, batch x head). Head h of H reads group
 g = h // (H / G) of B and C. Each loads its [BLOCK_P, N] slice of the float32 state, applies
 dt' = softplus(dt + bias) (one scalar per head), H = exp(dt' A_h) H + dt' x B^T, writes H back in
-place and y = H C + D_h x. Memory-bound: the state is read and written once (README).
+place and y = H C + D_h x. Memory-bound: the state is read and written once (README: decode
+step).
 """
 
 from __future__ import annotations
@@ -12,9 +13,14 @@ import torch
 import triton
 import triton.language as tl
 
-from .._ssm_common import FLOAT_DTYPES, check_device, check_tensor
-from ..selective_scan.common import _softplus
-from ._checks import check_optional, check_state
+from .._ssm_common import (
+    FLOAT_DTYPES,
+    _softplus,
+    check_device,
+    check_optional,
+    check_state,
+    check_tensor,
+)
 
 
 @triton.jit

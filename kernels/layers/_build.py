@@ -1,0 +1,101 @@
+"""What every serving sublayer builder shares: the architecture's config read, random weights and
+inputs from one seeded generator, projections on the bundled Triton GEMM, SDPA backends, the
+short causal convolution, and the layer types' size tuples.
+
+`arch` is an architecture record (flopkb.model.ArchitectureRecord: `id`, `config.<key>.value`);
+`kind` a layer type (flopkb.model.LayerType, a str enum) or its value. This package imports
+neither: it reads the record's attributes and compares the type by value.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+Built = tuple[Callable[..., Any], tuple]
+DT = torch.bfloat16
+# SDPA backends: flash where it takes the shapes, memory-efficient where a mask or a head dim
+# over 256 rules flash out. Tests driving these layers on the CPU set both to "math".
+BACKEND = {"flash": "flash", "masked": "efficient"}
+
+
+def kind_of(kind: Any) -> str:
+    """A layer type's value: 'attention', 'mamba2', ... (LayerType or its string)."""
+    return str(getattr(kind, "value", kind))
+
+
+def sdpa_backend(role: str) -> Any:
+    from torch.nn.attention import SDPBackend
+
+    return {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
+            "math": SDPBackend.MATH}[BACKEND[role]]
+
+
+def cfg(arch: Any, key: str, default: int | None = None) -> int:
+    entry = getattr(arch.config, key)
+    if entry is None or entry.value is None:
+        if default is None:
+            raise ValueError(f"{arch.id}: config.{key} is needed and missing")
+        return default
+    return int(entry.value)
+
+
+class Maker:
+    """Random tensors on the context's device from one seeded generator, and the projections."""
+
+    def __init__(self, ctx: Any, seed: int) -> None:
+        self.device = ctx.device
+        self.g = torch.Generator(device=self.device).manual_seed(ctx.seed(seed))
+        self.gemm = ctx.load("gemm", "triton_gemm")
+
+    def randn(self, *shape: int, dtype: torch.dtype = DT, scale: float = 1.0) -> torch.Tensor:
+        t = torch.randn(*shape, generator=self.g, device=self.device, dtype=torch.float32)
+        return (t * scale).to(dtype)
+
+    def weight(self, k: int, n: int) -> torch.Tensor:
+        return self.randn(k, n, scale=1.0 / math.sqrt(k))
+
+    def mm(self, a: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return self.gemm.matmul(a.reshape(-1, a.shape[-1]).contiguous(), w)
+
+
+def conv_prefill(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """Depthwise causal conv over time; x [B, C, L], w [C, 1, k]."""
+    k = w.shape[-1]
+    return F.silu(F.conv1d(x, w, padding=k - 1, groups=x.shape[1])[..., : x.shape[-1]])
+
+
+def conv_step(state: torch.Tensor, xt: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """Roll the conv state [B, C, k] by one token, return silu(conv) [B, C]."""
+    state.copy_(torch.roll(state, -1, dims=-1))
+    state[:, :, -1] = xt
+    return F.silu((state * w[:, 0]).sum(-1))
+
+
+def mamba1_sizes(arch: Any) -> tuple[int, int, int, int, int]:
+    """(d_model, inner channels DIM, state N, conv width, dt rank) of a Mamba-1 layer."""
+    d, n = cfg(arch, "d_model"), cfg(arch, "ssm_state_size")
+    return (d, cfg(arch, "ssm_expand") * d, n, cfg(arch, "ssm_conv_width", 4),
+            cfg(arch, "ssm_dt_rank", -(-d // 16)))
+
+
+def mamba2_sizes(arch: Any) -> tuple[int, int, int, int, int, int]:
+    """(d_model, heads H, head dim P, state N, groups G, conv width) of a Mamba-2 layer."""
+    return (cfg(arch, "d_model"), cfg(arch, "ssm_heads"), cfg(arch, "ssm_head_dim"),
+            cfg(arch, "ssm_state_size"), cfg(arch, "ssm_groups"), cfg(arch, "ssm_conv_width"))
+
+
+def attention_sizes(arch: Any) -> tuple[int, int, int, int]:
+    """(d_model, query heads, KV heads, head dim) of a softmax attention layer."""
+    d, h = cfg(arch, "d_model"), cfg(arch, "attention_heads")
+    return d, h, cfg(arch, "kv_heads"), cfg(arch, "head_dim", d // h)
+
+
+def mla_sizes(arch: Any) -> tuple[int, ...]:
+    return (cfg(arch, "d_model"), cfg(arch, "attention_heads"), cfg(arch, "kv_lora_rank"),
+            cfg(arch, "qk_nope_head_dim"), cfg(arch, "qk_rope_head_dim"),
+            cfg(arch, "v_head_dim"), cfg(arch, "q_lora_rank", 0))

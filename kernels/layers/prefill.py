@@ -1,0 +1,160 @@
+"""One sublayer of each type over `batch` prompts of `length` tokens, for the serving
+experiments: `prefill_layer(ctx, arch, kind, batch, length)` returns (fn, args), and `fn(*args)`
+runs the sublayer once on random bf16 weights and inputs. What runs:
+
+- projections: the bundled Triton GEMM (`gemm.triton_gemm.matmul`, bf16, fp32 accumulation);
+- attention: torch SDPA, flash backend, causal, GQA (`enable_gqa`); sliding window: queries in
+  blocks of W against their block and the previous one with a band mask
+  (`attention.window_sdpa`, SDPA's memory-efficient backend: flash takes no mask);
+- Mamba-1: the bundled `selective_scan`; Mamba-2: the bundled `ssd_chunked` (chunk 256); their
+  short causal convolution is torch's depthwise `conv1d`;
+- MLA: K and V decompressed, torch SDPA flash, V padded to the QK head dim;
+- MLP, MoE: `ffn.py`; KDA: fla's `chunk_kda` (`kda.py`).
+
+Norms, residual adds and rotary embeddings are left out (elementwise, small beside the above).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from . import _build
+from ._build import (
+    Built,
+    Maker,
+    attention_sizes,
+    cfg,
+    conv_prefill,
+    kind_of,
+    mamba1_sizes,
+    mamba2_sizes,
+    mla_sizes,
+    sdpa_backend,
+)
+from .ffn import mlp, moe
+from .kda import kda_layer
+
+
+def _attention(m: Maker, ctx: Any, arch: Any, b: int, length: int, window: int | None) -> Built:
+    d, h, g, e = attention_sizes(arch)
+    win = ctx.load("attention", "window_sdpa")
+    x, wqkv, wo = m.randn(b, length, d), m.weight(d, (h + 2 * g) * e), m.weight(h * e, d)
+
+    def run(x: torch.Tensor) -> torch.Tensor:
+        qkv = m.mm(x, wqkv).view(b, length, h + 2 * g, e)
+        q, k, v = qkv.split([h, g, g], dim=2)
+        if window is not None and length > window:
+            o = win.windowed_attention(q, k, v, window, backend=_build.BACKEND["masked"])
+        else:
+            from torch.nn.attention import sdpa_kernel
+
+            with sdpa_kernel([sdpa_backend("flash")]):
+                o = F.scaled_dot_product_attention(
+                    q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True,
+                    enable_gqa=True).transpose(1, 2)
+        return m.mm(o.reshape(b * length, h * e), wo)
+
+    return run, (x,)
+
+
+def _mamba1(m: Maker, ctx: Any, arch: Any, b: int, length: int) -> Built:
+    d, d_in, n, k, r = mamba1_sizes(arch)
+    scan = ctx.load("selective_scan", "forward")
+    x = m.randn(b, length, d)
+    w_in, w_x, w_dt, w_out = (m.weight(d, 2 * d_in), m.weight(d_in, r + 2 * n),
+                              m.weight(r, d_in), m.weight(d_in, d))
+    conv = m.randn(d_in, 1, k, scale=0.5)
+    A = -torch.rand(d_in, n, generator=m.g, device=m.device) - 0.5
+    D, bias = m.randn(d_in, dtype=torch.float32), m.randn(d_in, dtype=torch.float32)
+
+    def run(x: torch.Tensor) -> torch.Tensor:
+        xz = m.mm(x, w_in).view(b, length, 2, d_in)
+        u = conv_prefill(xz[:, :, 0].transpose(1, 2), conv)  # [B, D, L]
+        dbc = m.mm(u.transpose(1, 2), w_x).view(b, length, r + 2 * n)
+        dt = m.mm(dbc[..., :r], w_dt).view(b, length, d_in).transpose(1, 2).contiguous()
+        bm = dbc[..., r : r + n].transpose(1, 2).contiguous()
+        cm = dbc[..., r + n :].transpose(1, 2).contiguous()
+        y = scan.selective_scan(u.contiguous(), dt, A, bm, cm, D, bias, True)
+        y = y.transpose(1, 2) * F.silu(xz[:, :, 1])
+        return m.mm(y, w_out)
+
+    return run, (x,)
+
+
+def _mamba2(m: Maker, ctx: Any, arch: Any, b: int, length: int) -> Built:
+    d, h, p, n, g, k = mamba2_sizes(arch)
+    d_in, conv_ch = h * p, h * p + 2 * g * n
+    ssd = ctx.load("ssd", "chunked")
+    x = m.randn(b, length, d)
+    w_in, w_out = m.weight(d, d_in + conv_ch + h), m.weight(d_in, d)
+    conv = m.randn(conv_ch, 1, k, scale=0.5)
+    A = -torch.rand(h, generator=m.g, device=m.device) - 0.5
+    D, bias = m.randn(h, dtype=torch.float32), m.randn(h, dtype=torch.float32)
+
+    def run(x: torch.Tensor) -> torch.Tensor:
+        zxbcdt = m.mm(x, w_in).view(b, length, -1)
+        z, xbc, dt = zxbcdt.split([d_in, conv_ch, h], dim=-1)
+        xbc = conv_prefill(xbc.transpose(1, 2), conv).transpose(1, 2)
+        xs, bm, cm = xbc.split([d_in, g * n, g * n], dim=-1)
+        dt = F.softplus(dt.float() + bias)
+        y = ssd.ssd_chunked(xs.contiguous().view(b, length, h, p), dt.contiguous(), A,
+                            bm.contiguous().view(b, length, g, n),
+                            cm.contiguous().view(b, length, g, n), D, 256)
+        return m.mm(y.view(b, length, d_in) * F.silu(z), w_out)
+
+    return run, (x,)
+
+
+def _mla(m: Maker, arch: Any, b: int, length: int) -> Built:
+    from torch.nn.attention import sdpa_kernel
+
+    d, h, r_kv, nope, rope, vd, r_q = mla_sizes(arch)
+    qd = nope + rope
+    x = m.randn(b, length, d)
+    w_q = [m.weight(d, r_q), m.weight(r_q, h * qd)] if r_q else [m.weight(d, h * qd)]
+    w_kv, w_kvb = m.weight(d, r_kv + rope), m.weight(r_kv, h * (nope + vd))
+    w_o = m.weight(h * vd, d)
+
+    def run(x: torch.Tensor) -> torch.Tensor:
+        q = x.reshape(b * length, d)
+        for w in w_q:
+            q = m.mm(q, w)
+        lat = m.mm(x, w_kv)
+        kv = m.mm(lat[:, :r_kv], w_kvb).view(b, length, h, nope + vd)
+        k = torch.cat([kv[..., :nope], lat[:, None, r_kv:].view(b, length, 1, rope)
+                       .expand(b, length, h, rope)], dim=-1)
+        v = F.pad(kv[..., nope:], (0, qd - vd)) if qd > vd else kv[..., nope:]
+        with sdpa_kernel([sdpa_backend("flash")]):
+            o = F.scaled_dot_product_attention(
+                q.view(b, length, h, qd).transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                is_causal=True).transpose(1, 2)
+        return m.mm(o[..., :vd].reshape(b * length, h * vd), w_o)
+
+    return run, (x,)
+
+
+def prefill_layer(ctx: Any, arch: Any, kind: Any, batch: int, length: int,
+                  seed: int = 0) -> Built:
+    """One sublayer of `kind` over `batch` prompts of `length` tokens: (fn, args)."""
+    m = Maker(ctx, seed)
+    kind = kind_of(kind)
+    if kind == "attention":
+        return _attention(m, ctx, arch, batch, length, None)
+    if kind == "sliding_attention":
+        return _attention(m, ctx, arch, batch, length, cfg(arch, "sliding_window"))
+    if kind == "mamba1":
+        return _mamba1(m, ctx, arch, batch, length)
+    if kind == "mamba2":
+        return _mamba2(m, ctx, arch, batch, length)
+    if kind == "mlp":
+        return mlp(m, arch, batch * length, cfg(arch, "mlp_size"))
+    if kind == "moe":
+        return moe(m, arch, batch * length)
+    if kind == "mla":
+        return _mla(m, arch, batch, length)
+    if kind == "kda":
+        return kda_layer(m, ctx, arch, batch, length, decode=False)
+    raise ValueError(f"expected a layer type, got {kind!r}")
