@@ -34,10 +34,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from flopkb.evidence.pooled import Pooled, pooled
 from flopkb.kb import load_files, load_kb
 from flopkb.model import EvidenceRecord, Measured
 from flopkb.verify.experiments.determinism_overhead import READ_AT
-from flopkb.verify.pooled import Pooled, pooled
 
 ROOT = Path(__file__).resolve().parents[1]
 ACCELERATOR = "h200-sxm"
@@ -155,7 +155,7 @@ class Sources:
 
     @cached_property
     def pooled(self) -> dict[str, Pooled]:
-        """claim -> its pooled verdict on the accelerator (flopkb.verify.pooled, every trusted
+        """claim -> its pooled verdict on the accelerator (flopkb.evidence.pooled, every trusted
         fresh run), as `flopkb claims` shows it."""
         return {c: p for (c, acc), p in pooled(self.kb).items() if acc == ACCELERATOR}
 
@@ -1211,9 +1211,9 @@ def _columns(src: Sources) -> list[dict[str, Any]]:
 
 def _round_values(src: Sources, e: EvidenceRecord) -> list[float]:
     """Each of `e`'s rounds judged alone (the value a one-round run would have reported)."""
+    from flopkb.evidence.rederive import judge_stored
+    from flopkb.evidence.rounds import merge_rounds
     from flopkb.magnitude import parse_magnitude
-    from flopkb.verify.rederive import judge_stored
-    from flopkb.verify.rounds import merge_rounds
 
     mag = parse_magnitude((e.expected or {}).get("text") or "qualitative")
     out = []

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from flopkb.derived import computed_values
+from flopkb.evidence.pooled import pooled
 from flopkb.hardware import HardwareModel, UnknownRecord
 from flopkb.kb import KnowledgeBase
 from flopkb.model import Basis, HardwareParameter
 from flopkb.modelshow import derived_values
-from flopkb.verify.pooled import pooled
 
 
 def list_claims(
@@ -29,7 +29,7 @@ def list_claims(
     the values computed from the architecture records (flopkb.modelshow); else null.
 
     A verdict is pooled over every trusted, fresh run on that accelerator
-    (`flopkb.verify.pooled`): `disagreeing` when they differ. `runs` keeps, per accelerator, the
+    (`flopkb.evidence.pooled`): `disagreeing` when they differ. `runs` keeps, per accelerator, the
     pooled verdict's run count, agreement, each run's own verdict and `pooled`: the figure of all
     the runs' rounds merged and judged again (null with fewer than two runs that store rounds);
     `pooled_text` says it in words.

@@ -21,6 +21,10 @@ from typing import Any
 
 from yaml.nodes import Node
 
+from flopkb.evidence import catalogue as experiment_catalogue
+from flopkb.evidence.catalogue import Catalogue
+from flopkb.evidence.plausibility import implausible_evidence
+from flopkb.evidence.rederive import Problem, untrusted
 from flopkb.findings import Finding
 from flopkb.load import (
     Document,
@@ -67,10 +71,11 @@ class KnowledgeBase:
     _implausible: tuple[int, int, dict[str, tuple[str, str]]] | None = field(
         default=None, repr=False
     )
-    _untrusted: tuple[int, int, dict[str, list[Any]]] | None = field(default=None, repr=False)
-    # pooled verdicts per state of `records` (flopkb.verify.pooled keeps it here)
+    _untrusted: tuple[int, int, dict[str, list[Problem]]] | None = field(default=None,
+                                                                         repr=False)
+    # pooled verdicts per state of `records` (flopkb.evidence.pooled keeps it here)
     _pooled_cache: Any = field(default=None, repr=False, compare=False)
-    _catalogue: Any = field(default=None, repr=False, compare=False)
+    _catalogue: Catalogue | None = field(default=None, repr=False, compare=False)
 
     def _of(self, cls: type) -> dict[str, Any]:
         # Checks ask for `kb.classes` etc. many times: index by type once per state of `records`.
@@ -109,30 +114,24 @@ class KnowledgeBase:
     def implausible_evidence(self) -> dict[str, tuple[str, str]]:
         """evidence id -> (kind, why) for evidence whose timestamp cannot be true (in the future,
         or before its accelerator existed): it never gives a claim's latest verdict
-        (`flopkb.plausibility`). Computed once per state of `records`."""
-        from flopkb.plausibility import implausible_evidence
-
+        (`flopkb.evidence.plausibility`). Computed once per state of `records`."""
         key = (id(self.records), len(self.records))
         if self._implausible is None or self._implausible[:2] != key:
             self._implausible = (*key, implausible_evidence(self))
         return self._implausible[2]
 
-    def catalogue(self) -> Any:
-        """The experiments this KB sees (`flopkb.verify.registry.for_kb`), read once per KB:
-        re-derivation and staleness ask per evidence record, and each `for_kb` call re-stats the
-        declaration and kernel files to validate its cache."""
+    def catalogue(self) -> Catalogue:
+        """The experiments this KB sees (`flopkb.evidence.catalogue.for_kb`), read once per KB
+        and handed to what asks (re-derivation, staleness, pooling and the run ask per evidence
+        record or job; each `for_kb` call re-stats the declaration and kernel files)."""
         if self._catalogue is None:
-            from flopkb.verify import registry
-
-            self._catalogue = registry.for_kb(self.root)
+            self._catalogue = experiment_catalogue.for_kb(self.root)
         return self._catalogue
 
-    def untrusted_evidence(self) -> dict[str, list[Any]]:
-        """evidence id -> the `flopkb.verify.rederive.Problem`s of evidence whose verdict does not
+    def untrusted_evidence(self) -> dict[str, list[Problem]]:
+        """evidence id -> the `flopkb.evidence.rederive.Problem`s of evidence whose verdict does not
         re-derive from its stored numbers: it never gives or backs a verdict. Computed once per
         state of `records`."""
-        from flopkb.verify.rederive import untrusted
-
         key = (id(self.records), len(self.records))
         if self._untrusted is None or self._untrusted[:2] != key:
             self._untrusted = (*key, untrusted(self))

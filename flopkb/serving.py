@@ -24,9 +24,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from flopkb.evidence.stats import Interval
 from flopkb.model import ArchitectureRecord
 from flopkb.modelcost import compute, roofline, sublayer_types
-from flopkb.verify.stats import Interval
 
 # a timing may be a bare number of seconds or an Interval of seconds
 Seconds = float | Interval

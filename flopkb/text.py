@@ -1,4 +1,5 @@
-"""Text normalisation shared by provenance rule 1 and `flopkb extract`: one notion of "verbatim"."""
+"""Text normalisation shared by provenance rule 1 and `flopkb extract`: one notion of "verbatim";
+and the one plain-number form figures print in (`plain_g`)."""
 
 from __future__ import annotations
 
@@ -102,3 +103,12 @@ def closest_span(prose: str, effect: str, words: list[str] | None = None) -> str
         return None
     text = _trimmed(words[best[0] : best[1]])
     return text if len(text) <= _SPAN_HINT_MAX else text[: _SPAN_HINT_MAX - 3] + "..."
+
+
+def plain_g(x: float, digits: int) -> str:
+    """`digits` significant digits, never in exponent form for 10**digits - 0.5 <= |x| < 1e9
+    (19600 tokens, not 1.96e+04; 999.5 -> 1000)."""
+    if 10**digits - 0.5 <= abs(x) < 1e9:
+        places = digits - len(str(int(abs(x))))
+        return str(int(round(x, places))) if places <= 0 else f"{x:.{places}f}"
+    return f"{x:.{digits}g}"

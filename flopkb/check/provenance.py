@@ -115,7 +115,7 @@ def _confirmed_on(kb: KnowledgeBase) -> dict[str, set[str]]:
     beside a confirmation makes it `disagreeing`; an error does not count) is `confirmed`.
     Evidence whose conditions say `simulation: true` (one part standing in for others) never
     counts."""
-    from flopkb.verify.pooled import pooled
+    from flopkb.evidence.pooled import pooled
 
     out: dict[str, set[str]] = {}
     real = pooled(kb, keep=lambda ev: ev.conditions.get("simulation") is not True)

@@ -33,8 +33,8 @@ def sign(
 ) -> None:
     """Write `<id>.yaml.sig` beside each record: an SSH signature (namespace flopkb-evidence) of
     the record's canonical form, checked by `validate --require-signed`."""
+    from flopkb.evidence import signing
     from flopkb.kb import load_kb
-    from flopkb.verify import signing
 
     if not key.is_file():
         fail(f"no such key file: {key}")

@@ -20,13 +20,13 @@ from typing import Any
 
 import networkx as nx
 
+from flopkb.evidence.hashing import stale_evidence
 from flopkb.formula import FormulaError, parse_formula
 from flopkb.graph.build import KINDS, build_graph, node_id, split_node
 from flopkb.graph.values import PartValues, Value, ratio
 from flopkb.hardware import HardwareModel, hw_compare
 from flopkb.kb import KnowledgeBase
 from flopkb.model import QuantityRecord
-from flopkb.verify.hashing import stale_evidence
 
 Edge = dict[str, str]
 # Verdicts that say something about the number; error, not-run and not-applicable runs do not.
@@ -245,14 +245,14 @@ def affects(kg: KBGraph, ident: str, via_specs: bool = True) -> dict[str, Any]:
 
 
 def latest_verdicts(kg: KBGraph, claim: str) -> dict[str, dict[str, Any]]:
-    """accelerator id -> `claim`'s pooled verdict there (`flopkb.verify.pooled`: every trusted,
+    """accelerator id -> `claim`'s pooled verdict there (`flopkb.evidence.pooled`: every trusted,
     fresh run; `disagreeing` when they differ): `{"verdict", "text", "evidence", "timestamp",
     "implementation_sensitive", "sensitive_evidence", "pooled", "pooled_text", "runs"}`,
     `evidence` and `timestamp` the newest run's, `sensitive_evidence` the runs whose flag counts,
-    `pooled` the runs' rounds merged and judged again (flopkb.verify.pooled.Figure); evidence
+    `pooled` the runs' rounds merged and judged again (flopkb.evidence.pooled.Figure); evidence
     naming no accelerator keys as "?".
     """
-    from flopkb.verify.pooled import pooled
+    from flopkb.evidence.pooled import pooled
 
     out: dict[str, dict[str, Any]] = {}
     for (_, acc), p in pooled(kg.kb, _bare(claim)).items():

@@ -38,7 +38,7 @@ COLUMNS = (
 # different one, far apart in CIELAB (a test checks): one colour never means two things.
 STATUS_COLOURS = {
     "refuted": "#d62728",
-    # runs on one part gave different verdicts (flopkb.verify.pooled): neither a confirmation nor
+    # runs on one part gave different verdicts (flopkb.evidence.pooled): neither a confirmation nor
     # a refutation to colour it by
     "disagreeing": "#17becf",
     "confirmed": "#2ca02c",

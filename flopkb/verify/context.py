@@ -15,7 +15,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from flopkb.kernelpkg import kernels_root, load_op
 from flopkb.verify import timing as _timing
+
+# re-exported for the helper modules that still import the errors from here
+from flopkb.verify.errors import ExperimentError as ExperimentError
+from flopkb.verify.errors import PeerUnavailable as PeerUnavailable
+from flopkb.verify.errors import TimeLimitError as TimeLimitError
 from flopkb.verify.timing import Timing
 
 # Relative L2 error allowed against the fp32/fp64 reference, by output dtype: bf16 keeps 8
@@ -26,19 +32,6 @@ TOLERANCES = {"bfloat16": 2e-2, "float16": 5e-3, "float32": 2e-3, "float64": 1e-
 FLOOR_MARGIN = 0.85
 # An experiment stops sweeping at its time limit and errors at HARD_LIMIT times it.
 HARD_LIMIT = 1.5
-
-
-class ExperimentError(RuntimeError):
-    """The experiment cannot give a verdict (wrong kernel, impossible timing, missing feature)."""
-
-
-class TimeLimitError(ExperimentError):
-    pass
-
-
-class PeerUnavailable(RuntimeError):
-    """A peer implementation is not installed or fails to build: that combination is recorded
-    as `not-run` with this one-line reason, never silently skipped."""
 
 
 @dataclass(frozen=True)
@@ -100,7 +93,9 @@ class Context:
     # accelerator specs of the KB (accelerator id -> {quantity: value}) for experiments that
     # simulate other parts (D2), and the KB itself for reading them
     kb: Any = None
-    # the independent round being measured (flopkb.verify.rounds): input makers draw their
+    # the accelerator record the run's GPU matched (`flopkb.verify.machine.match_accelerator`)
+    accelerator: str | None = None
+    # the independent round being measured (flopkb.evidence.rounds): input makers draw their
     # random inputs from `seed(base)`, so each round times fresh data
     round: int = 0
     _deadline: float = math.inf
@@ -174,9 +169,6 @@ class Context:
 
     def load(self, op: str, module: str) -> ModuleType:
         """`kernels/<op>/<module>.py` of the KB (the bundled one when the KB has no `op`)."""
-        from flopkb.kernelpkg import load_op
-        from flopkb.verify.hashing import kernels_root
-
         return load_op(op, module, kernels_root(self.kb_root, op))
 
     def check(self, label: str, out: Any, ref: Any, *, tol: float | None = None,

@@ -182,8 +182,8 @@ def _evidence(path: Path, eid: str, verdict: str, when: str) -> None:
 
 def test_forged_future_evidence_never_gives_the_latest_verdict(tmp_path: Path) -> None:
     from flopkb.claims import list_claims
+    from flopkb.evidence.pooled import latest_verdicts as kb_latest
     from flopkb.graph.queries import KBGraph, latest_verdicts
-    from flopkb.verify.evidence import latest_verdicts as kb_latest
 
     kb_root = _copy(tmp_path)
     folder = kb_root / "records/evidence"

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from flopkb.evidence import catalogue, declared, hashing, hooks
 from flopkb.kernelpkg import kernels_dir
 from flopkb.paths import bundled_root
 from flopkb.validate import validate
-from flopkb.verify import hashing, registry
 
 ROOT = Path(__file__).resolve().parents[2]
 # The registry as it was written in Python before it became declarations (copied from
@@ -31,14 +31,19 @@ ADDED_SINCE = {
 CHANGED_SINCE = {("determinism-overhead", "criterion"): 2}
 
 
+
+def _hashes(root, name: str) -> dict[str, str]:
+    """The current kernel hashes of experiment `name` as the KB at `root` sees it."""
+    return hashing.current_hashes(root, catalogue.for_kb(root).get(name))
+
 def test_the_declared_registry_equals_the_hand_written_one_field_by_field() -> None:
     # the experiments declared since the move are the only ones the hand-written list lacks
-    assert set(registry.EXPERIMENTS) - set(BEFORE) == ADDED_SINCE
-    assert set(BEFORE) <= set(registry.EXPERIMENTS)
-    assert next(iter(registry.EXPERIMENTS)) == "calibration"
+    assert set(catalogue.EXPERIMENTS) - set(BEFORE) == ADDED_SINCE
+    assert set(BEFORE) <= set(catalogue.EXPERIMENTS)
+    assert next(iter(catalogue.EXPERIMENTS)) == "calibration"
     for name, old in BEFORE.items():
-        info = registry.get(name)
-        assert info.hook == registry.BUNDLED_HOOKS + old["module"], name
+        info = catalogue.get(name)
+        assert info.hook == declared.BUNDLED_HOOKS + old["module"], name
         assert info.module == old["module"], name
         for key in ("title", "measures", "criterion", "sweep", "time_limit_s"):
             if (name, key) in CHANGED_SINCE:
@@ -52,7 +57,7 @@ def test_the_declared_registry_equals_the_hand_written_one_field_by_field() -> N
             assert list(getattr(info, key)) == old[key], (name, key)
         assert [(s.name, list(s.impls)) for s in info.sides] == [
             (s["name"], s["impls"]) for s in old["sides"]], name
-    assert registry.bundled().findings == []
+    assert catalogue.bundled().findings == []
 
 
 def _old_kernel_files(folder: Path, entries: list[str]) -> list[str]:
@@ -82,10 +87,10 @@ def test_kernel_hashes_of_every_bundled_experiment_are_unchanged(tmp_path: Path)
     shutil.copytree(folder, copy / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
     for name, old in BEFORE.items():
         expected = _old_hashes(folder, old["kernels"])
-        assert hashing.current_hashes(None, name) == expected, name
-        assert hashing.current_hashes(bundled_root(), name) == expected, name
+        assert _hashes(None, name) == expected, name
+        assert _hashes(bundled_root(), name) == expected, name
         # a KB carrying its own copy of the kernels hashes its copy, as before
-        assert hashing.current_hashes(copy, name) == _old_hashes(copy / "kernels",
+        assert _hashes(copy, name) == _old_hashes(copy / "kernels",
                                                                  old["kernels"]), name
         assert hashing.MISSING not in expected.values(), name
 
@@ -100,7 +105,7 @@ def test_committed_evidence_is_as_stale_as_before() -> None:
             # from before to compare with
             continue
         old = BEFORE[ev.experiment]["kernels"]
-        assert set(hashing.current_hashes(kb.root, ev.experiment)) == set(
+        assert set(_hashes(kb.root, ev.experiment)) == set(
             _old_kernel_files(kernels_dir(), old)), ev.id
 
 
@@ -108,12 +113,11 @@ def test_a_kb_operator_folder_stands_in_for_the_bundled_one_and_nothing_else(
         tmp_path: Path) -> None:
     root = tmp_path / "kb"
     shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__"))
-    own = hashing.current_hashes(root, "rmsnorm-fused-vs-unfused")
+    own = _hashes(root, "rmsnorm-fused-vs-unfused")
     assert set(own) == {"rmsnorm/__init__.py", "rmsnorm/fused.py", "rmsnorm/reference.py"}
     assert own["rmsnorm/fused.py"] == hashing.sha256_file(root / "kernels/rmsnorm/fused.py")
     # a bundled experiment seen from this KB hashes the bundled kernels (the KB has no ssd/)
-    assert hashing.current_hashes(root, "ssd-vs-scan") == hashing.current_hashes(None,
-                                                                                 "ssd-vs-scan")
+    assert _hashes(root, "ssd-vs-scan") == _hashes(None, "ssd-vs-scan")
 
 
 # ----- declarations are validated like records -----
@@ -254,8 +258,8 @@ def test_the_magnitude_form_must_be_what_the_experiment_produces(
 def test_links_module_reads_absolute_magnitudes_by_dimension() -> None:
     from types import SimpleNamespace
 
+    from flopkb.evidence import links
     from flopkb.model.experiment import Experiment
-    from flopkb.verify import links
 
     decl = Experiment.model_validate({
         "id": "x", "title": "t", "measures": "m", "criterion": "c",
@@ -272,26 +276,24 @@ def test_links_module_reads_absolute_magnitudes_by_dimension() -> None:
 def test_a_run_on_a_kb_sees_its_own_experiments_and_runs_no_unlinked_bundled_one(
         tmp_path: Path) -> None:
     from flopkb.kb import load_kb
-    from flopkb.verify import runner
+    from flopkb.verify import plan
 
     root = _kb(tmp_path)
     kb, _ = load_kb(root)
-    jobs, broken = runner.plan(kb)
+    jobs, broken = plan.plan(kb)
     assert [j.experiment for j in jobs] == ["rmsnorm-fused-vs-unfused"] and not broken
     # 17 bundled experiments are linked by no claim of this KB: none is checked or reported
-    assert runner.unlinked(kb) == []
+    assert [i.name for i in plan.unlinked(kb)] == []
     _declare(root, "spare", {k: v for k, v in GOOD.items() if k != "id"})
     kb, _ = load_kb(root)
-    assert runner.unlinked(kb) == ["spare"]
+    assert [i.name for i in plan.unlinked(kb)] == ["spare"]
     bundled_kb, _ = load_kb(bundled_root())
-    assert runner.unlinked(bundled_kb) == [
-        n for n in registry.EXPERIMENTS if n != "calibration" and n not in
+    assert [i.name for i in plan.unlinked(bundled_kb)] == [
+        n for n in catalogue.EXPERIMENTS if n != "calibration" and n not in
         {r.verify.experiment for _, _, r in bundled_kb.claims() if r.verify}]
 
 
 def test_a_kb_hook_is_a_module_below_its_kernels(tmp_path: Path) -> None:
-    from flopkb.verify import runner
-
     root = _kb(tmp_path)
     hook = root / "kernels" / "rmsnorm" / "hook.py"
     hook.write_text("DEFAULTS = {}\n\n\ndef cpu_check(ctx):\n    ctx.notes.append('ran')\n\n\n"
@@ -300,7 +302,9 @@ def test_a_kb_hook_is_a_module_below_its_kernels(tmp_path: Path) -> None:
     _declare(root, "hooked", {"title": "t", "measures": "m", "criterion": "c",
                               "hook": "rmsnorm.hook", "produces": ["time_ratio"]})
     assert not {"FKB521", "FKB525"} & set(_codes(root))
-    module = runner.experiment_module("hooked", root)
+    module = hooks.experiment_module(catalogue.for_kb(root).get("hooked"), root)
+    with pytest.raises(hooks.KBCodeRefused):
+        hooks.experiment_module(catalogue.for_kb(root).get("hooked"), root, kb_code=False)
     assert module.__file__ == str(hook) and callable(module.cpu_check)
     hook.write_text("DEFAULTS = {}\n")
     assert "FKB521" in _codes(root)

@@ -19,8 +19,8 @@ import yaml
 from typer.testing import CliRunner
 
 from flopkb.cli import app
+from flopkb.evidence.pooled import pooled
 from flopkb.kb import load_kb
-from flopkb.verify.pooled import pooled
 from tests.unit.test_verify_generic import example_evidence
 
 CLAIM = "fused-rmsnorm/fused-vs-unfused"

@@ -9,7 +9,7 @@ import pytest
 from flopkb.kb import KnowledgeBase, load_kb
 from flopkb.paths import bundled_root
 from flopkb.validate import validate
-from flopkb.verify.runner import match_accelerator
+from flopkb.verify.machine import match_accelerator
 
 # CLAIMS.md id -> the rows that carry it, with the basis each must have.
 CLAIMS: dict[str, list[tuple[str, str]]] = {

@@ -12,7 +12,7 @@ import pytest
 from flopkb.kb import load_kb
 from flopkb.matching import compile_pattern
 from flopkb.validate import validate
-from flopkb.verify.runner import match_accelerator
+from flopkb.verify.machine import match_accelerator
 
 BUNDLED = Path(__file__).resolve().parents[2] / "records"
 H100 = "records/accelerators/h100-sxm.yaml"

@@ -97,7 +97,7 @@ def test_the_blocks_follow_their_sources(tmp_path: Path) -> None:
 def test_implementation_sensitive_claims_are_named_under_the_verdict_table(tmp_path: Path) -> None:
     figures = _figures()
     src = figures.Sources()
-    # the pooled flag (flopkb.verify.pooled): what `flopkb claims` shows
+    # the pooled flag (flopkb.evidence.pooled): what `flopkb claims` shows
     sensitive = {c for c in figures.CLAIMS
                  if c in src.pooled and src.pooled[c].implementation_sensitive}
     assert sensitive  # the committed runs have some; the sentence must name exactly those

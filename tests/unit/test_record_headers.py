@@ -6,10 +6,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from flopkb.evidence import store as ev_io
 from flopkb.kb import load_kb, record_files
 from flopkb.paths import bundled_root
 from flopkb.schema_export import HEADER_PREFIX, schema_header
-from flopkb.verify import evidence as ev_io
 
 
 def test_every_bundled_record_names_the_schema() -> None:

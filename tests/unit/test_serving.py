@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from flopkb.evidence.stats import Interval
 from flopkb.hardware import HardwareModel
 from flopkb.kb import KnowledgeBase, load_kb
 from flopkb.modelshow import hardware_values
@@ -17,7 +18,6 @@ from flopkb.serving import (
     ratio,
     reading,
 )
-from flopkb.verify.stats import Interval
 
 
 @pytest.fixture(scope="module")

@@ -12,15 +12,20 @@ import yaml
 
 from flopkb.atomic import WritePolicy, writing
 from flopkb.check import run_checks
+from flopkb.evidence import catalogue, hashing, pooled
+from flopkb.evidence import store as ev_io
 from flopkb.kb import load_kb
 from flopkb.model import EvidenceRecord
 from flopkb.paths import bundled_root
-from flopkb.verify import evidence as ev_io
-from flopkb.verify import hashing, registry
 from tests.unit.verify_fixtures import stored_ratio, write_kb
 
 WHEN = dt.datetime(2026, 11, 30, 3, 15, 0, tzinfo=dt.timezone.utc)
 
+
+
+def _hashes(root, name: str) -> dict[str, str]:
+    """The current kernel hashes of experiment `name` as the KB at `root` sees it."""
+    return hashing.current_hashes(root, catalogue.for_kb(root).get(name))
 
 def _record(eid: str, claim: str | None, experiment: str, hashes: dict[str, str],
             verdict: str = "confirmed", when: dt.datetime = WHEN, acc: str = "h200-sxm"):
@@ -97,34 +102,34 @@ def test_registry_is_torch_free_and_covers_every_linked_experiment():
     import subprocess
     import sys
 
-    code = ("import sys; import flopkb.verify.registry, flopkb.verify.hashing, "
-            "flopkb.verify.evidence, flopkb.verify.stats, flopkb.check.evidence; "
+    code = ("import sys; import flopkb.evidence.catalogue, flopkb.evidence.hashing, "
+            "flopkb.evidence.store, flopkb.evidence.stats, flopkb.check.evidence; "
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
     kb, _ = load_kb(bundled_root())
     linked = {row.verify.experiment for _, _, row in kb.claims() if row.verify and row.verify.runs}
-    assert linked <= set(registry.EXPERIMENTS), linked - set(registry.EXPERIMENTS)
+    assert linked <= set(catalogue.EXPERIMENTS), linked - set(catalogue.EXPERIMENTS)
 
 
 def test_every_registered_experiment_has_a_module_and_kernels():
     import importlib.util
 
-    for name, info in registry.EXPERIMENTS.items():
+    for name, info in catalogue.EXPERIMENTS.items():
         module = f"flopkb.verify.experiments.{info.module}"
         assert importlib.util.find_spec(module) is not None, name
-        files = hashing.kernel_files(None, name)
+        files = hashing.kernel_files(None, catalogue.for_kb(None).get(name))
         assert files, name
-        assert all(h != hashing.MISSING for h in hashing.current_hashes(None, name).values()), name
+        assert all(h != hashing.MISSING for h in _hashes(None, name).values()), name
     with pytest.raises(KeyError, match="known"):
-        registry.get("no-such-experiment")
+        catalogue.get("no-such-experiment")
 
 
 def test_stale_evidence_and_the_evidence_rule(tmp_path):
     root = write_kb(tmp_path)
     shutil.copytree(bundled_root() / "kernels", root / "kernels",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    hashes = hashing.current_hashes(root, "ssd-vs-scan")
+    hashes = _hashes(root, "ssd-vs-scan")
     folder = root / "records" / "evidence"
     ev_io.write_evidence(_record("ev-fresh", "test-class/ssd-scan", "ssd-vs-scan", hashes), folder)
     ev_io.write_evidence(_record("ev-bad", "test-class/nope", "no-such-exp", {}), folder)
@@ -149,7 +154,7 @@ def test_pooled_verdicts_count_every_run_and_never_let_the_latest_win(tmp_path):
     folder = root / "records" / "evidence"
     later = WHEN + dt.timedelta(hours=1)
     claim, exp = "test-class/int8", "int8-native-vs-emulated"
-    hashes = hashing.current_hashes(root, exp)
+    hashes = _hashes(root, exp)
     for eid, verdict, when, acc in (("ev-1", "confirmed", WHEN, "h200-sxm"),
                                     ("ev-2", "confirmed", later, "h200-sxm"),
                                     ("ev-3", "confirmed", WHEN, "a100-sxm4-80gb"),
@@ -158,7 +163,7 @@ def test_pooled_verdicts_count_every_run_and_never_let_the_latest_win(tmp_path):
         ev_io.write_evidence(_record(eid, claim, exp, hashes, verdict, when, acc), folder)
     ev_io.write_evidence(_record("ev-cal", None, "calibration", {"a": "b"}), folder)
     kb, _ = load_kb(root)
-    assert ev_io.latest_verdicts(kb) == {
+    assert pooled.latest_verdicts(kb) == {
         claim: {"h200-sxm": "confirmed", "a100-sxm4-80gb": "disagreeing"}}
     row = next(r for r in list_claims(kb) if r["claim"] == claim)
     # an error measured nothing: it neither counts as a run nor withdraws the confirmations
@@ -166,12 +171,12 @@ def test_pooled_verdicts_count_every_run_and_never_let_the_latest_win(tmp_path):
                                    "h200-sxm": "confirmed (2/2 runs)"}
     assert [r["verdict"] for r in row["runs"]["a100-sxm4-80gb"]["per_run"]] == ["refuted",
                                                                                "confirmed"]
-    assert [e.id for e in ev_io.confirmed_on(kb, claim, ["h200-sxm"])] == ["ev-1", "ev-2"]
-    assert ev_io.confirmed_on(kb, claim, ["a100-sxm4-80gb"]) == []
+    assert [e.id for e in pooled.confirmed_on(kb, claim, ["h200-sxm"])] == ["ev-1", "ev-2"]
+    assert pooled.confirmed_on(kb, claim, ["a100-sxm4-80gb"]) == []
 
 
 def test_fresh_runs_speak_before_stale_ones():
-    from flopkb.verify.pooled import pool
+    from flopkb.evidence.pooled import pool
 
     old = _record("ev-old", "test-class/int8", "int8-native-vs-emulated", {}, "refuted")
     new = _record("ev-new", "test-class/int8", "int8-native-vs-emulated", {}, "confirmed",
@@ -199,12 +204,12 @@ def test_superseded_evidence_is_history_not_stale(tmp_path):
     shutil.copytree(bundled_root() / "kernels", root / "kernels",
                     ignore=shutil.ignore_patterns("__pycache__"))
     folder = root / "records" / "evidence"
-    old = hashing.current_hashes(root, "ssd-vs-scan")
+    old = _hashes(root, "ssd-vs-scan")
     ev_io.write_evidence(_record("ev-old", "test-class/ssd-scan", "ssd-vs-scan", old), folder)
     (root / "kernels" / "ssd" / "chunked.py").write_text("# changed\n")
     kb, _ = load_kb(root)
     assert [s.evidence for s in hashing.stale_evidence(kb)] == ["ev-old"]
-    new = hashing.current_hashes(root, "ssd-vs-scan")
+    new = _hashes(root, "ssd-vs-scan")
     later = WHEN + dt.timedelta(hours=1)
     ev_io.write_evidence(
         _record("ev-new", "test-class/ssd-scan", "ssd-vs-scan", new, "confirmed", later), folder
@@ -263,14 +268,14 @@ def test_cuda_sources_in_a_kernel_folder_count_towards_the_hash(tmp_path):
                     ignore=shutil.ignore_patterns("__pycache__"))
     folder = root / "records" / "evidence"
     ev_io.write_evidence(_record("ev-a", "test-class/ssd-scan", "ssd-vs-scan",
-                                 hashing.current_hashes(root, "ssd-vs-scan")), folder)
+                                 _hashes(root, "ssd-vs-scan")), folder)
     (root / "kernels" / "ssd" / "helper.cuh").write_text("// new\n")
     (root / "kernels" / "ssd" / "notes.txt").write_text("not a kernel source\n")
     kb, _ = load_kb(root)
     [stale] = hashing.stale_evidence(kb)
     assert stale.added == ("ssd/helper.cuh",)
     ev_io.write_evidence(_record("ev-b", "test-class/ssd-scan", "ssd-vs-scan",
-                                 hashing.current_hashes(root, "ssd-vs-scan"),
+                                 _hashes(root, "ssd-vs-scan"),
                                  when=WHEN + dt.timedelta(hours=1)), folder)
     (root / "kernels" / "ssd" / "helper.cuh").write_text("// changed\n")
     kb, _ = load_kb(root)

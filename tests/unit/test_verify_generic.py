@@ -19,9 +19,10 @@ import yaml
 from flopkb.magnitude import MagnitudeError, parse_magnitude
 from flopkb.model import EvidenceRecord
 from flopkb.model.experiment import Experiment, Produced
-from flopkb.verify import runner
+from flopkb.verify import execute, plan
 from flopkb.verify.context import Ceilings, Context, ExperimentError, Settings
 from flopkb.verify.experiments.generic import DeclaredExperiment
+from flopkb.verify.session import Session
 from flopkb.verify.timing import Timing
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -184,7 +185,7 @@ def test_a_crossover_is_read_along_its_axis(toy_root: Path, crossing: int, verdi
 
 
 def example_evidence(tmp_path: Path) -> tuple[Path, Path]:
-    """The example KB copied to `tmp_path` at a tiny point, its claim run through the runner's
+    """The example KB copied to `tmp_path` at a tiny point, its claim run through the run's
     GPU path (fake timings, CPU tensors, its Triton kernel through the interpreter): the KB root
     and the one evidence record written, confirmed."""
     root = tmp_path / "kb"
@@ -201,22 +202,21 @@ def example_evidence(tmp_path: Path) -> tuple[Path, Path]:
 
     kb, findings = load_kb(root)
     assert not findings
-    jobs, broken = runner.plan(kb)
+    jobs, broken = plan.plan(kb)
     assert [j.experiment for j in jobs] == ["rmsnorm-fused-vs-unfused"] and not broken
     out = root / "records" / "evidence"
-    s = runner.Session(kb, root, out, "h200-sxm", {"gpu": "NVIDIA H200"}, "test", False,
-                       "bundled")
+    s = Session(kb, out, "h200-sxm", {"gpu": "NVIDIA H200"}, "test", False, "bundled")
     ctx = _ctx(lambda side, state: 3.0 if side == "unfused" else 1.0)
     ctx.kb_root = root
     ctx.ceilings = Ceilings(800.0, 4000.0, "test")
-    (result,) = runner._run_job(s, ctx, jobs[0], runner._noop)
+    (result,) = execute._run_job(s, ctx, jobs[0], plan.noop)
     assert result.verdict == "confirmed", result
     (path,) = out.glob("*.yaml")
     return root, path
 
 
 def test_the_example_claim_runs_end_to_end_with_fake_timings(tmp_path: Path) -> None:
-    """The example KB's claim through the runner's GPU path: checked, judged, evidence written
+    """The example KB's claim through the run's GPU path: checked, judged, evidence written
     with the hashes of the KB's own kernels."""
     _, path = example_evidence(tmp_path)
     out = path.parent

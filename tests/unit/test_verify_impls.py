@@ -8,13 +8,16 @@ from pathlib import Path
 import pytest
 import yaml
 
+from flopkb.evidence import catalogue, hooks, impls
+from flopkb.evidence.declared import ExperimentInfo
+from flopkb.evidence.impls import Side
+from flopkb.evidence.measurement import Judgement, Measurement
+from flopkb.evidence.stats import Interval
 from flopkb.kb import load_kb
 from flopkb.model import EvidenceRecord
-from flopkb.verify import impls, registry, runner
+from flopkb.verify import execute, plan
 from flopkb.verify.context import Ceilings, Context, PeerUnavailable, Settings
-from flopkb.verify.experiments._common import Judgement, Measurement
-from flopkb.verify.impls import Side
-from flopkb.verify.stats import Interval
+from flopkb.verify.session import Session
 from tests.unit.verify_fixtures import write_kb
 
 SIDES = (Side("ssd", ("bundled", "mamba_ssm", "fla")), Side("scan", ("bundled", "mamba_cuda")))
@@ -44,7 +47,7 @@ def test_unknown_mode_is_refused():
 
 
 def test_every_registered_side_names_known_implementations():
-    for info in registry.EXPERIMENTS.values():
+    for info in catalogue.EXPERIMENTS.values():
         for side in info.sides:
             assert side.impls and set(side.impls) <= set(impls.IMPLS), (info.name, side)
 
@@ -83,23 +86,22 @@ def fake_run(tmp_path, monkeypatch):
     root = write_kb(tmp_path)
     kb, findings = load_kb(root)
     assert not findings
-    info = registry.ExperimentInfo(name="ssd-vs-scan", hook="fake", title="t", claims=(),
-                                   kernels=(), measures="m", criterion="c", sweep="s",
-                                   sides=SIDES)
-    monkeypatch.setitem(registry.EXPERIMENTS, "ssd-vs-scan", info)
-    monkeypatch.setattr(runner, "experiment_module",
-                        lambda name, kb_root=None, known=None: _fake_module())
-    monkeypatch.setattr(runner, "current_hashes", lambda root, name: {"x.py": "0" * 64})
-    jobs, _ = runner.plan(kb, claim="test-class/ssd-scan")
+    info = ExperimentInfo(name="ssd-vs-scan", hook="fake", title="t", claims=(), kernels=(),
+                          measures="m", criterion="c", sweep="s", sides=SIDES)
+    monkeypatch.setattr(hooks, "experiment_module",
+                        lambda info, kb_root=None, kb_code=True: _fake_module())
+    monkeypatch.setattr(execute, "current_hashes", lambda root, info: {"x.py": "0" * 64})
+    (job,), _ = plan.plan(kb, claim="test-class/ssd-scan")
+    job = plan.Job(info, job.targets)
 
-    def run(mode: str) -> tuple[list[runner.Result], Path]:
+    def run(mode: str) -> tuple[list[plan.Result], Path]:
         out = tmp_path / f"ev-{mode}"
         out.mkdir()
-        s = runner.Session(kb, root, out, "h200-sxm", {"gpu": "NVIDIA H200"}, "test", False,
-                           mode)
+        s = Session(kb, out, "h200-sxm", {"gpu": "NVIDIA H200"}, "test", False,
+                    mode)
         ctx = Context(gpu=False, settings=Settings.for_mode(True))
         ctx.ceilings = Ceilings(800.0, 4000.0, "test")
-        return runner._run_job(s, ctx, jobs[0], runner._noop), out
+        return execute._run_job(s, ctx, job, plan.noop), out
 
     return run
 

@@ -8,16 +8,16 @@ import pytest
 from pydantic import ValidationError
 
 from flopkb.claims import list_claims
+from flopkb.evidence.measurement import Measurement
+from flopkb.evidence.rederive import MISMATCH, rederive
 from flopkb.kb import KnowledgeBase, load_kb
 from flopkb.magnitude import parse_magnitude
 from flopkb.model import EvidenceRecord
 from flopkb.model.classes import VerifyLink
 from flopkb.paths import bundled_root
-from flopkb.verify import runner
+from flopkb.verify import plan
 from flopkb.verify.context import ExperimentError
 from flopkb.verify.experiments import non_matmul_cost, prefill_trend, scan_benchmark
-from flopkb.verify.experiments._common import Measurement
-from flopkb.verify.rederive import MISMATCH, rederive
 
 TEMPLATE = "ev-mamba2-ssd--kernel-vs-pytorch-h200-sxm-20261201t154805z"
 LENGTHS = [512, 1024, 2048, 4096, 8192, 16384]
@@ -199,15 +199,15 @@ def test_claims_say_why_a_row_is_not_judged(kb):
 
 
 def test_a_part_specific_link_is_not_applicable_on_another_part(kb):
-    jobs, _ = runner.plan(kb, claim="flash-attention-2/non-matmul-flop-cost")
+    jobs, _ = plan.plan(kb, claim="flash-attention-2/non-matmul-flop-cost")
     target = jobs[0].targets[0]
-    why = runner.not_applicable(kb, "h200-sxm", target)
+    why = plan.not_applicable(kb, "h200-sxm", target)
     assert why is not None and "a100-sxm4-80gb" in why and "h200-sxm" in why
-    assert runner.not_applicable(kb, "a100-sxm4-80gb", target) is None
+    assert plan.not_applicable(kb, "a100-sxm4-80gb", target) is None
 
 
 def test_the_four_rows_link_experiments_that_type_check(kb):
-    jobs, broken = runner.plan(kb, record="selective-ssm-scan")
+    jobs, broken = plan.plan(kb, record="selective-ssm-scan")
     assert broken == []
     linked = {t.claim: j.experiment for j in jobs for t in j.targets}
     assert linked["selective-ssm-scan/fused-scan-vs-flash-attention"] == "scan-benchmark"

@@ -16,7 +16,7 @@ import yaml
 
 from flopkb.kb import load_kb
 from flopkb.model import EvidenceRecord
-from flopkb.verify import runner
+from flopkb.verify import execute, plan
 from flopkb.verify.timing import summarize
 from tests.unit.verify_fixtures import write_kb
 
@@ -47,7 +47,7 @@ def cpu_gpu(monkeypatch, tmp_path):
         ssd_vs_scan,
     )
 
-    monkeypatch.setattr(runner, "gpu_available", lambda: True)
+    monkeypatch.setattr(execute, "gpu_available", lambda: True)
     monkeypatch.setattr(machine, "fingerprint", lambda: {"gpu": "NVIDIA H200", "torch": "x"})
     # The declared time limits are a GPU's (seconds of device work); here the interpreter runs
     # the kernels on a 2-core machine that may be busy, so the wall clock would cut sweeps short
@@ -114,9 +114,9 @@ def test_gpu_pipeline_on_cpu_reaches_verdicts_and_writes_loadable_evidence(cpu_g
     root = cpu_gpu
     kb, findings = load_kb(root)
     assert not findings
-    jobs, broken = runner.plan(kb)
+    jobs, broken = plan.plan(kb)
     assert not broken
-    machine, results = runner.run_gpu(kb, root, jobs, quick=True, device="cpu",
+    machine, results = execute.run_gpu(kb, jobs, quick=True, device="cpu",
                                       command="flopkb verify --gpu --quick")
     assert machine["accelerator"] == "h200-sxm"
     errors = {r.claim or r.experiment: r.reason for r in results if r.verdict == "error"}
@@ -154,9 +154,9 @@ def test_impl_all_on_cpu_records_absent_peers_as_not_run(cpu_gpu, monkeypatch, t
     monkeypatch.setattr(mamba_cuda, "_MODULE", {})
     root = cpu_gpu
     kb, _ = load_kb(root)
-    jobs, _ = runner.plan(kb, record="test-class")
+    jobs, _ = plan.plan(kb, record="test-class")
     jobs = [j for j in jobs if j.experiment in {"ssd-vs-scan", "ssd-head-dim-memory"}]
-    _, results = runner.run_gpu(kb, root, jobs, quick=True, impl="all", device="cpu",
+    _, results = execute.run_gpu(kb, jobs, quick=True, impl="all", device="cpu",
                                 command="flopkb verify --gpu --quick --impl all")
     by_claim = {r.claim: r for r in results if r.claim}
     a2 = by_claim["test-class/ssd-scan"]

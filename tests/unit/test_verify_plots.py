@@ -17,6 +17,7 @@ from matplotlib.container import ErrorbarContainer
 
 from flopkb.kb import load_files
 from flopkb.paths import bundled_root
+from flopkb.text import plain_g
 from flopkb.verify import plots
 from flopkb.verify.plots import ClaimView, plain
 
@@ -160,25 +161,36 @@ def test_every_committed_evidence_with_a_sweep_can_be_replotted(tmp_path: Path) 
     assert written[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_the_runner_draws_one_picture_per_claim_named_like_its_evidence(tmp_path: Path) -> None:
-    from flopkb.model import Measured
-    from flopkb.verify import runner
+def test_a_run_draws_one_picture_per_claim_named_like_its_evidence(tmp_path: Path) -> None:
+    from flopkb.evidence.catalogue import for_kb
+    from flopkb.evidence.measurement import Judgement, Measurement
+    from flopkb.evidence.stats import Interval
+    from flopkb.kb import load_kb
+    from flopkb.magnitude import parse_magnitude
+    from flopkb.verify import record as rec
+    from flopkb.verify.plan import Target
+    from flopkb.verify.session import Session
 
-    session = runner.Session(None, None, tmp_path, "h200-sxm", {"gpu": "NVIDIA H200"},
-                             "flopkb verify --gpu", False, "bundled")
-    record = runner._evidence(
-        session, claim=CROSSOVER.claim, experiment="ssd-vs-attention", implementation="bundled",
-        hashes={"ssd/chunked.py": "0" * 64}, cond={}, stats={"plot": SPEC},
-        measured=Measured(**{k: v for k, v in CROSSOVER.measured.items()}),
-        expected=CROSSOVER.expected, verdict="refuted", applicable=None, reason=None,
-        criterion=CROSSOVER.criterion, checks=[], ceilings={}, sweep=ROWS, duration=1.0,
-        artifacts=[])
-    drawn = runner._safe_plot(session, record, SPEC)
-    assert drawn.artifacts == [f"{record.id}.png"]
+    kb, _ = load_kb(bundled_root())
+    cls, row = kb.claim(CROSSOVER.claim)
+    target = Target(CROSSOVER.claim, cls, row, parse_magnitude(row.magnitude))
+    session = Session(kb, tmp_path, "h200-sxm", {"gpu": "NVIDIA H200"}, "flopkb verify --gpu")
+    m = CROSSOVER.measured
+    judgement = Judgement(Interval(m["value"], m["low"], m["high"]), m["unit"], m["what"],
+                          "refuted", CROSSOVER.criterion)
+    entry = {"m": Measurement({}, ROWS, {}, SPEC), "combo": {}, "timings": {}, "checks": [],
+             "described": {}, "notes": [], "duration": 1.0, "rounds": []}
+    reading = rec.Reading(target, {}, [], [rec.Combo(entry, "refuted", None, judgement)],
+                          "refuted", None, None, False)
+    drawn = rec.claim_record(session, for_kb(None).get("ssd-vs-attention"),
+                             {"ssd/chunked.py": "0" * 64}, reading, {})
+    assert drawn.artifacts == [f"{drawn.id}.png"]
     assert (tmp_path / drawn.artifacts[0]).read_bytes()[:4] == b"\x89PNG"
+    assert drawn.measured.value == m["value"] and drawn.verdict.value == "refuted"
     # a picture that cannot be drawn costs the evidence nothing, and says why
-    broken = runner._safe_plot(session, record, {"kind": "lines", "x": "no_such_column",
-                                                  "series": {"SSD": "ssd_ms"}})
+    bare = drawn.model_copy(update={"artifacts": []})
+    broken = rec.with_plot(session, bare, {"kind": "lines", "x": "no_such_column",
+                                           "series": {"SSD": "ssd_ms"}})
     assert broken.artifacts == [] and "plot_error" in broken.statistics
 
 
@@ -211,7 +223,7 @@ def test_each_claim_of_one_experiment_shows_its_own_quantity() -> None:
                                              (1234.5, "1230"), (0.0123, "0.0123"),
                                              (2.5e10, "2.5e+10"), (999.5, "1000")])
 def test_header_figures_never_use_exponents_for_thousands(value: float, text: str) -> None:
-    assert plots.plain_g(value, 3) == text
+    assert plain_g(value, 3) == text
 
 
 def test_a_category_chart_can_ask_for_no_measure_panel() -> None:

@@ -1,13 +1,13 @@
-"""The pooled figure: every run's rounds merged and judged again (flopkb.verify.pooled.figure),
+"""The pooled figure: every run's rounds merged and judged again (flopkb.evidence.pooled.figure),
 on the bundled KB's own H200 evidence, so the property is checked on real measurements."""
 
 from __future__ import annotations
 
 import pytest
 
+from flopkb.evidence.pooled import figure, pooled
 from flopkb.kb import load_kb
 from flopkb.paths import bundled_root
-from flopkb.verify.pooled import figure, pooled
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ import pytest
 
 from flopkb.kb import load_kb
 from flopkb.paths import bundled_root
+from flopkb.verify import plan
 from flopkb.verify import recheck as rc
-from flopkb.verify import runner
 
 B5 = "ev-mamba2-ssd--kernel-vs-pytorch-h200-sxm-20261201t154805z"
 
@@ -58,19 +58,19 @@ def test_recheck_runs_the_records_claim_and_writes_nothing(kb, monkeypatch):
     ev = kb.evidence[B5]
     seen = {}
 
-    def fake_run_gpu(kb_, root, jobs, **kw):
+    def fake_run_gpu(kb_, jobs, **kw):
         seen.update(kw, experiments=[j.experiment for j in jobs],
                     claims=[t.claim for j in jobs for t in j.targets])
         again = _again(ev, {"bundled": ("confirmed", 14.0), "mamba_ssm": ("confirmed", 4.0),
                             "fla": ("confirmed", 6.0)})
-        return {"gpu": "fake"}, [runner.Result(ev.claim, ev.experiment, "confirmed",
+        return {"gpu": "fake"}, [plan.Result(ev.claim, ev.experiment, "confirmed",
                                                judgements=again["judgements"])]
 
-    monkeypatch.setattr(runner, "run_gpu", fake_run_gpu)
-    machine, out = rc.recheck(kb, bundled_root(), ev, rounds=3)
+    monkeypatch.setattr(rc, "run_gpu", fake_run_gpu)
+    machine, out = rc.recheck(kb, ev, rounds=3)
     assert machine == {"gpu": "fake"} and rc.reproduces(out)
     assert seen["write"] is False and seen["impl"] == "all" and seen["rounds"] == 3
     assert seen["experiments"] == [ev.experiment] and ev.claim in seen["claims"]
     cal = next(e for e in kb.evidence.values() if e.claim is None)
     with pytest.raises(ValueError, match="calibration"):
-        rc.recheck(kb, bundled_root(), cal)
+        rc.recheck(kb, cal)

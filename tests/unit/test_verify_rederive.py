@@ -1,13 +1,10 @@
-"""Evidence verdicts re-derive from the numbers the record stores (flopkb.verify.rederive)."""
+"""Evidence verdicts re-derive from the numbers the record stores (flopkb.evidence.rederive)."""
 
 from __future__ import annotations
 
 import pytest
 
-from flopkb.kb import KnowledgeBase, load_kb
-from flopkb.model import EvidenceRecord
-from flopkb.paths import bundled_root
-from flopkb.verify.rederive import (
+from flopkb.evidence.rederive import (
     INCONSISTENT,
     LEGACY,
     MISMATCH,
@@ -15,6 +12,9 @@ from flopkb.verify.rederive import (
     consistency,
     rederive,
 )
+from flopkb.kb import KnowledgeBase, load_kb
+from flopkb.model import EvidenceRecord
+from flopkb.paths import bundled_root
 
 B5 = "ev-mamba2-ssd--kernel-vs-pytorch-h200-sxm-20261201t154805z"
 A3 = "ev-mamba2-ssd--ssd-vs-attention-16k-h200-sxm-20261201t154226z"
@@ -102,19 +102,19 @@ def test_a_calibration_re_derives_from_its_ceilings(kb):
 
 
 def test_the_catalogue_is_read_once_per_kb_not_per_evidence_record(monkeypatch):
-    """Each `registry.for_kb` call re-stats the KB's declarations and kernel files (its cache
+    """Each `catalogue.for_kb` call re-stats the KB's declarations and kernel files (its cache
     key): re-derivation, staleness and pooling of every evidence record ask for the catalogue,
     so they must share one read, or validate grows by a file scan per record (it did: 669 scans
     for 131 records)."""
-    from flopkb.verify import pooled, registry
-    from flopkb.verify.hashing import stale_evidence
+    from flopkb.evidence import catalogue, pooled
+    from flopkb.evidence.hashing import stale_evidence
 
     fresh, _ = load_kb(bundled_root())
     calls = []
-    real = registry.for_kb
-    monkeypatch.setattr(registry, "for_kb", lambda root: calls.append(root) or real(root))
+    real = catalogue.for_kb
+    monkeypatch.setattr(catalogue, "for_kb", lambda root: calls.append(root) or real(root))
     assert len(fresh.evidence) > 100
     assert fresh.untrusted_evidence() == {}
     stale_evidence(fresh)
     pooled.pooled(fresh)
-    assert len(calls) <= 1
+    assert calls == [fresh.root]

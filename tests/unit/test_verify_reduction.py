@@ -15,6 +15,7 @@ import types
 
 import pytest
 
+from flopkb.evidence.measurement import Measurement
 from flopkb.magnitude import parse_magnitude
 from flopkb.verify.context import Context, ExperimentError, PeerUnavailable
 from flopkb.verify.experiments import (
@@ -24,7 +25,6 @@ from flopkb.verify.experiments import (
     determinism_overhead,
     partition_sim,
 )
-from flopkb.verify.experiments._common import Measurement
 
 torch = pytest.importorskip("torch")
 QUAL = parse_magnitude("qualitative")
@@ -254,11 +254,11 @@ def test_cpu_checks_pass_and_report_the_cub_plan():
 
 def test_without_cub_the_claim_is_recorded_not_run_and_bundled_still_judges(monkeypatch, tmp_path):
     from flopkb.kb import load_kb
-    from flopkb.verify import context, machine, runner, timing
+    from flopkb.verify import context, execute, machine, plan, timing
     from flopkb.verify.experiments import calibration
     from tests.unit.verify_fixtures import write_kb
 
-    monkeypatch.setattr(runner, "gpu_available", lambda: True)
+    monkeypatch.setattr(execute, "gpu_available", lambda: True)
     monkeypatch.setattr(machine, "fingerprint", lambda: {"gpu": "NVIDIA H200", "torch": "x"})
     monkeypatch.setattr(timing, "time_cuda", lambda fn, sets, **kw: (
         fn(*sets[0]), timing.summarize([1.0, 1.02, 0.98]))[1])
@@ -268,8 +268,8 @@ def test_without_cub_the_claim_is_recorded_not_run_and_bundled_still_judges(monk
     monkeypatch.setattr(determinism_overhead, "SWEEP", (2048,))
     root = write_kb(tmp_path)
     kb, _ = load_kb(root)
-    jobs, _ = runner.plan(kb, claim="test-class/overhead")
-    _, results = runner.run_gpu(kb, root, jobs, impl="all", device="cpu", command="t")
+    jobs, _ = plan.plan(kb, claim="test-class/overhead")
+    _, results = execute.run_gpu(kb, jobs, impl="all", device="cpu", command="t")
     [result] = [r for r in results if r.claim == "test-class/overhead"]
     # CUB is the default of the reduction side: without it the claim is not-run, with the reason
     assert result.verdict == "not-run" and "CUDA GPU only" in result.reason

@@ -1,4 +1,4 @@
-"""Independent rounds: the merge rule (flopkb.verify.rounds) and the runner over fake timings
+"""Independent rounds: the merge rule (flopkb.evidence.rounds) and the runner over fake timings
 (GPU timing cannot run here: a fake experiment returns each round's ratio)."""
 
 from __future__ import annotations
@@ -9,14 +9,17 @@ from pathlib import Path
 import pytest
 import yaml
 
+from flopkb.evidence import hooks
+from flopkb.evidence.declared import ExperimentInfo
+from flopkb.evidence.impls import Side
+from flopkb.evidence.measurement import Measurement, judge_ratio, ratio_of
+from flopkb.evidence.rederive import implementation_sensitive, rederive
+from flopkb.evidence.rounds import merge_rounds
 from flopkb.kb import load_kb
 from flopkb.model import EvidenceRecord
-from flopkb.verify import registry, runner
+from flopkb.verify import execute, plan
 from flopkb.verify.context import ROUND_SEED_STRIDE, Ceilings, Context, Settings
-from flopkb.verify.experiments._common import Measurement, judge_ratio, ratio_of
-from flopkb.verify.impls import Side
-from flopkb.verify.rederive import implementation_sensitive, rederive
-from flopkb.verify.rounds import merge_rounds
+from flopkb.verify.session import Session
 from tests.unit.verify_fixtures import write_kb
 
 
@@ -91,35 +94,26 @@ def _fake(ratios: dict[str, list[float]], calls: list) -> types.ModuleType:
 def rounds_run(tmp_path, monkeypatch):
     root = write_kb(tmp_path)
     kb, _ = load_kb(root)
-    info = registry.ExperimentInfo(name="ssd-vs-scan", hook="fake", title="t", claims=(),
-                                   kernels=(), measures="m", criterion="c", sweep="s",
-                                   sides=SIDES)
-    monkeypatch.setitem(registry.EXPERIMENTS, "ssd-vs-scan", info)
-    # the fixture KB declares its own ssd-vs-scan (two sides): this test's has the one side
-    real_catalogue = runner.catalogue
+    info = ExperimentInfo(name="ssd-vs-scan", hook="fake", title="t", claims=(), kernels=(),
+                          measures="m", criterion="c", sweep="s", sides=SIDES)
+    # the fixture KB declares its own ssd-vs-scan (two sides): this test's job has the one side
+    (job,), _ = plan.plan(kb, claim="test-class/ssd-scan")
+    job = plan.Job(info, job.targets)
+    monkeypatch.setattr(execute, "current_hashes", lambda root, info: {"x.py": "0" * 64})
 
-    def catalogue(kb_root):
-        found = real_catalogue(kb_root)
-        found.experiments["ssd-vs-scan"] = info
-        return found
-
-    monkeypatch.setattr(runner, "catalogue", catalogue)
-    monkeypatch.setattr(runner, "current_hashes", lambda root, name: {"x.py": "0" * 64})
-    jobs, _ = runner.plan(kb, claim="test-class/ssd-scan")
-
-    def run(ratios: dict[str, list[float]], rounds: int) -> tuple[runner.Result, EvidenceRecord,
+    def run(ratios: dict[str, list[float]], rounds: int) -> tuple[plan.Result, EvidenceRecord,
                                                                  list, object]:
         calls: list = []
         mod = _fake(ratios, calls)
-        monkeypatch.setattr(runner, "experiment_module",
-                            lambda name, kb_root=None, known=None: mod)
+        monkeypatch.setattr(hooks, "experiment_module",
+                            lambda info, kb_root=None, kb_code=True: mod)
         out = tmp_path / f"ev-{len(list(tmp_path.iterdir()))}"
         out.mkdir()
-        s = runner.Session(kb, root, out, "h200-sxm", {"gpu": "NVIDIA H200"}, "test", False,
-                           "all", rounds=rounds)
+        s = Session(kb, out, "h200-sxm", {"gpu": "NVIDIA H200"}, "test", False,
+                    "all", rounds=rounds)
         ctx = Context(gpu=False, settings=Settings.for_mode(True))
         ctx.ceilings = Ceilings(800.0, 4000.0, "test")
-        (result,) = runner._run_job(s, ctx, jobs[0], runner._noop)
+        (result,) = execute._run_job(s, ctx, job, plan.noop)
         (path,) = Path(out).glob("*.yaml")
         ev = EvidenceRecord.model_validate(yaml.safe_load(path.read_text()))
         return result, ev, calls, kb

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from flopkb.evidence import catalogue
 from flopkb.kb import load_kb
-from flopkb.verify import runner
+from flopkb.verify import machine, plan
 from tests.unit.verify_fixtures import ROWS, all_experiments, linked_experiments, write_kb
 
 
@@ -23,27 +24,27 @@ def test_fixture_links_every_experiment():
 @pytest.mark.parametrize("world", [1, 2, 3, 8])
 def test_shard_partitions_items_over_ranks(world):
     items = list(range(17))
-    parts = [runner.shard(items, r, world) for r in range(world)]
+    parts = [plan.shard(items, r, world) for r in range(world)]
     assert sorted(x for p in parts for x in p) == items
     assert all(x % world == r for r, p in enumerate(parts) for x in p)
 
 
 def test_shard_rejects_bad_ranks():
     with pytest.raises(ValueError):
-        runner.shard([1], 2, 2)
+        plan.shard([1], 2, 2)
 
 
 def test_plan_groups_claims_by_experiment_in_registry_order(kb):
-    jobs, broken = runner.plan(kb)
+    jobs, broken = plan.plan(kb)
     assert not broken
     names = [j.experiment for j in jobs]
-    assert names == [n for n in runner.registry.EXPERIMENTS if n in set(names)]
+    assert names == [n for n in catalogue.EXPERIMENTS if n in set(names)]
     att = next(j for j in jobs if j.experiment == "ssd-vs-attention")
     assert [t.claim for t in att.targets] == ["test-class/crossover", "test-class/ratio-16k"]
     assert sum(len(j.targets) for j in jobs) == len(ROWS)
-    only, _ = runner.plan(kb, claim="test-class/int8")
+    only, _ = plan.plan(kb, claim="test-class/int8")
     assert [(j.experiment, len(j.targets)) for j in only] == [("int8-native-vs-emulated", 1)]
-    assert runner.unlinked(kb) == []
+    assert [i.name for i in plan.unlinked(kb)] == []
 
 
 def test_plan_reports_unknown_experiments(tmp_path):
@@ -52,26 +53,26 @@ def test_plan_reports_unknown_experiments(tmp_path):
     path.write_text(path.read_text().replace("experiment: int8-native-vs-emulated",
                                              "experiment: nope"))
     kb, _ = load_kb(root)
-    jobs, broken = runner.plan(kb)
+    jobs, broken = plan.plan(kb)
     assert "int8-native-vs-emulated" not in {j.experiment for j in jobs}
     assert [(b.claim, b.verdict) for b in broken] == [("test-class/int8", "error")]
     assert "nope" in broken[0].reason
 
 
 def test_match_accelerator_uses_the_records_regexes(kb):
-    assert runner.match_accelerator(kb, "NVIDIA H200") == "h200-sxm"
-    assert runner.match_accelerator(kb, "Some Other GPU") is None
-    assert runner.match_accelerator(kb, None) is None
+    assert machine.match_accelerator(kb, "NVIDIA H200") == "h200-sxm"
+    assert machine.match_accelerator(kb, "Some Other GPU") is None
+    assert machine.match_accelerator(kb, None) is None
 
 
 def test_not_applicable_reasons(kb):
-    jobs, _ = runner.plan(kb)
+    jobs, _ = plan.plan(kb)
     target = jobs[0].targets[0]
-    assert runner.not_applicable(kb, "h200-sxm", target) is None
-    assert "affected_by_hardware" in runner.not_applicable(kb, "rtx-4090", target)
-    assert "matched no accelerator" in runner.not_applicable(kb, None, target)
+    assert plan.not_applicable(kb, "h200-sxm", target) is None
+    assert "affected_by_hardware" in plan.not_applicable(kb, "rtx-4090", target)
+    assert "matched no accelerator" in plan.not_applicable(kb, None, target)
     int4 = target.row.model_copy(update={"quantity": "int4_tensor_ops"})
-    reason = runner.not_applicable(kb, "h200-sxm", runner.Target(
+    reason = plan.not_applicable(kb, "h200-sxm", plan.Target(
         target.claim, target.record, int4, target.magnitude))
     assert reason.startswith("h200-sxm has no int4_tensor_ops")
 
@@ -122,7 +123,7 @@ def test_rotations_defeat_l2():
 
 
 def test_resolve_conditions_notes_what_cannot_be_honoured():
-    from flopkb.verify.experiments._common import resolve, size_of
+    from flopkb.evidence.measurement import resolve, size_of
 
     cond, notes = resolve({"state_dim": 64, "seq_len": 4096},
                           {"state_dim": 128, "pass": "backward", "hardware": "A100", "foo": 1})
@@ -132,9 +133,9 @@ def test_resolve_conditions_notes_what_cannot_be_honoured():
 
 
 def test_judge_reads_magnitudes():
+    from flopkb.evidence.measurement import judge_ratio
+    from flopkb.evidence.stats import Interval
     from flopkb.magnitude import parse_magnitude
-    from flopkb.verify.experiments._common import judge_ratio
-    from flopkb.verify.stats import Interval
 
     m = Interval(4.0, 3.8, 4.2)
     assert judge_ratio(m, parse_magnitude("2-8x"), what="", qualitative="").verdict == "confirmed"

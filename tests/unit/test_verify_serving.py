@@ -7,15 +7,15 @@ from __future__ import annotations
 import pytest
 import torch
 
+from flopkb.evidence import catalogue, hooks
+from flopkb.evidence.measurement import resolve
+from flopkb.evidence.stats import Interval
 from flopkb.kb import KnowledgeBase, load_kb
 from flopkb.magnitude import parse_magnitude
 from flopkb.paths import bundled_root
 from flopkb.serving import layer_counts
-from flopkb.verify import runner
 from flopkb.verify.context import Context
 from flopkb.verify.experiments import _serving_layers, serving
-from flopkb.verify.experiments._common import resolve
-from flopkb.verify.stats import Interval
 
 # the four declarations share the hook `serving`; each one's `point` gives its claim's conditions
 HOOKS = ("serving-samba-prompt", "serving-samba-generation", "serving-nemotron-h",
@@ -31,7 +31,7 @@ def kb() -> KnowledgeBase:
 def hook(name: str):
     """What verify runs for the declared experiment `name` (its DEFAULTS: the hook's, completed
     by the declaration's point)."""
-    return runner.experiment_module(name, bundled_root())
+    return hooks.experiment_module(catalogue.for_kb(bundled_root()).get(name), bundled_root())
 
 
 def claim_conditions(kb: KnowledgeBase, cls: str, cid: str) -> dict:

@@ -6,10 +6,10 @@ import math
 
 import pytest
 
+from flopkb.evidence import stats
+from flopkb.evidence.stats import Interval, claimed_interval, judge_absolute
 from flopkb.magnitude import parse_magnitude
 from flopkb.units import UnitError
-from flopkb.verify import stats
-from flopkb.verify.stats import Interval, claimed_interval, judge_absolute
 from flopkb.verify.timing import summarize
 
 
@@ -211,7 +211,7 @@ def test_claimed_interval_scales_the_half_unit() -> None:
     ("<= 2x", (0.5, 0.45, 0.55), "confirmed"),     # a ceiling stays a ceiling
 ])
 def test_up_to_a_ratio_is_the_best_case_the_claim_names(text, measured, verdict) -> None:
-    from flopkb.verify.experiments._common import judge_ratio
+    from flopkb.evidence.measurement import judge_ratio
 
     got = judge_ratio(Interval(*measured), parse_magnitude(text), what="t(a) / t(b)",
                       qualitative="-")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from flopkb.evidence.measurement import normalise, resolve
 from flopkb.verify.experiments import _training, matmul_share
-from flopkb.verify.experiments._common import resolve
 
 torch = pytest.importorskip("torch")
 
@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
                                              ("Forward+Backward", "forward+backward"),
                                              ("bwd", "backward"), ("sideways", None)])
 def test_pass_aliases(given, want):
-    assert _training.normalise(given) == want
+    assert normalise(given) == want
 
 
 def test_resolve_honours_a_supported_pass_and_notes_another():

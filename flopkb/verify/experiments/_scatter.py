@@ -61,8 +61,8 @@ def rows(ctx: Context, n: int, bins: int, repeats: int) -> list[dict[str, Any]]:
     against the float64 scatter; one sweep row per mode plus their time ratio."""
     import torch
 
+    from flopkb.evidence.stats import ratio_interval
     from flopkb.verify.experiments._reduction import distinct
-    from flopkb.verify.stats import ratio_interval
 
     src, index = inputs(ctx, n, bins)
     want = torch.zeros(bins, dtype=torch.float64, device=src.device)

@@ -4,13 +4,16 @@ three launches and a state round trip through memory, so it should lose at short
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flopkb.verify import stats
-from flopkb.verify.context import Context
+from flopkb.evidence import stats
+from flopkb.evidence.measurement import Judgement, Measurement, point_row
+from flopkb.evidence.stats import Interval, ratio_interval
 from flopkb.verify.experiments import _ssd
-from flopkb.verify.experiments._common import Judgement, Measurement, point_row, ssd_inputs
-from flopkb.verify.stats import Interval, ratio_interval
+from flopkb.verify.experiments._common import ssd_inputs
+
+if TYPE_CHECKING:
+    from flopkb.verify.context import Context
 
 DEFAULTS: dict[str, Any] = {"state_dim": 64, "head_dim": 64, "heads": 32, "tokens": 32768,
                             "chunk_size": 64, "pass": "forward"}

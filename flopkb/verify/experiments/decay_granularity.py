@@ -4,21 +4,22 @@ state channel (GLA / HGRN2: a vector over N per head and step), same shapes and 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flopkb.verify.context import Context
-from flopkb.verify.experiments import _ssd
-from flopkb.verify.experiments._common import (
+from flopkb.evidence.measurement import (
     Judgement,
     Measurement,
     judge_ratio,
     point_row,
     ratio_of,
     size_of,
-    ssd_inputs,
-    ssd_prefix,
 )
-from flopkb.verify.stats import ratio_interval
+from flopkb.evidence.stats import ratio_interval
+from flopkb.verify.experiments import _ssd
+from flopkb.verify.experiments._common import ssd_inputs, ssd_prefix
+
+if TYPE_CHECKING:
+    from flopkb.verify.context import Context
 
 DEFAULTS: dict[str, Any] = {"state_dim": 64, "head_dim": 64, "heads": 32, "tokens": 32768,
                             "seq_len": 4096, "chunk_size": 64, "pass": "forward"}

@@ -10,12 +10,11 @@ costs depends on the operation.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flopkb.verify.context import Context
+from flopkb.evidence.measurement import Judgement, Measurement, point_row
+from flopkb.evidence.stats import Interval
 from flopkb.verify.experiments import _reduction, _scatter
-from flopkb.verify.experiments._common import Judgement, Measurement, point_row
-from flopkb.verify.stats import Interval
 
 DEFAULTS: dict[str, Any] = {"elements": 16 * 2**20, "repeats": 100}
 SWEEP = (2**20, 64 * 2**20)
@@ -111,6 +110,9 @@ CUB_CRITERION = (
     "reported, not required above 1: atomics permit variation, a given GPU and size need not "
     "show it"
 )
+
+if TYPE_CHECKING:
+    from flopkb.verify.context import Context
 BUNDLED_CRITERION = ("atomic > 1 distinct and fixed order exactly 1 confirms; fixed order > 1 "
                      "refutes; both 1 is inconclusive")
 

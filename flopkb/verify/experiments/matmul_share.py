@@ -13,13 +13,16 @@ share of the forward's matmul terms is reported beside the time share.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flopkb.verify import stats
-from flopkb.verify.context import Context, ExperimentError
+from flopkb.evidence import stats
+from flopkb.evidence.measurement import Judgement, Measurement, point_row, size_of
+from flopkb.evidence.stats import Interval
+from flopkb.verify.errors import ExperimentError
 from flopkb.verify.experiments import _ssd
-from flopkb.verify.experiments._common import Judgement, Measurement, point_row, size_of
-from flopkb.verify.stats import Interval
+
+if TYPE_CHECKING:
+    from flopkb.verify.context import Context
 
 DEFAULTS: dict[str, Any] = {"state_dim": 128, "head_dim": 64, "heads": 32, "tokens": 32768,
                             "seq_len": 4096, "chunk_size": 64, "pass": "forward"}

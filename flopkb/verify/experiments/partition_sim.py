@@ -24,12 +24,15 @@ in a simulation say nothing about other parts' kernels). Its evidence never back
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flopkb.verify.context import Context, ExperimentError
+from flopkb.evidence.measurement import Judgement, Measurement, point_row
+from flopkb.evidence.stats import Interval
+from flopkb.verify.errors import ExperimentError
 from flopkb.verify.experiments import _reduction
-from flopkb.verify.experiments._common import Judgement, Measurement, point_row
-from flopkb.verify.stats import Interval
+
+if TYPE_CHECKING:
+    from flopkb.verify.context import Context
 
 # 64M fp32 = 16384 tiles of 4096: more tiles than any KB part's grid, so every SM count cuts.
 DEFAULTS: dict[str, Any] = {"elements": 64 * 2**20, "repeats": 5, "seeds": 3,

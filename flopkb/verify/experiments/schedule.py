@@ -4,20 +4,22 @@ inputs, identical function (both checked against the reference and against each 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flopkb.verify.context import Context
-from flopkb.verify.experiments import _ssd
-from flopkb.verify.experiments._common import (
+from flopkb.evidence.measurement import (
     Judgement,
     Measurement,
     judge_ratio,
     point_row,
     ratio_of,
     size_of,
-    ssd_inputs,
 )
-from flopkb.verify.stats import ratio_interval
+from flopkb.evidence.stats import ratio_interval
+from flopkb.verify.experiments import _ssd
+from flopkb.verify.experiments._common import ssd_inputs
+
+if TYPE_CHECKING:
+    from flopkb.verify.context import Context
 
 # State sizes swept beside the claim's own.
 STATE_SWEEP = (16, 128)

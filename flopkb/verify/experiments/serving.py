@@ -22,8 +22,10 @@ composition are tested with fake timings (tests/unit/test_verify_serving.py).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio, size_of
+from flopkb.evidence.stats import Interval
 from flopkb.model import LayerType
 from flopkb.serving import (
     compose,
@@ -32,9 +34,10 @@ from flopkb.serving import (
     memory_limited_batch,
     reading,
 )
-from flopkb.verify.context import Context, ExperimentError
-from flopkb.verify.experiments._common import Judgement, Measurement, judge_ratio, size_of
-from flopkb.verify.stats import Interval
+from flopkb.verify.errors import ExperimentError
+
+if TYPE_CHECKING:
+    from flopkb.verify.context import Context
 
 READINGS = ("equal_batch", "memory_limited")
 # what every serving declaration shares; its `point` names the rest (flopkb.verify.runner)

@@ -1,4 +1,4 @@
-"""Evidence files: ids, atomic writes, and lookups over the evidence of a loaded KB.
+"""Evidence files: ids, atomic writes, and the latest evidence of each claim in a loaded KB.
 
 Torch-free. A write goes to a hidden temp file in the evidence folder, is flushed and fsync'ed,
 then renamed over the final name with os.replace (atomic on POSIX and Windows); any exception,
@@ -116,45 +116,6 @@ def current(kb) -> dict[tuple[str | None, str | None], EvidenceRecord]:
     out = latest(kb)
     out.update(latest(kb, measuring_only=True))
     return out
-
-
-def latest_verdicts(kb) -> dict[str, dict[str, str]]:
-    """{claim: {accelerator: pooled verdict}} over all of each pair's trusted runs
-    (`flopkb.verify.pooled`): runs that disagree give `disagreeing`, never the latest one's.
-
-    Evidence from an unmatched GPU is listed under "unknown-gpu"; calibrations are left out.
-    """
-    from flopkb.verify.pooled import pooled
-
-    out: dict[str, dict[str, str]] = {}
-    for (claim, acc), p in pooled(kb).items():
-        out.setdefault(claim, {})[acc] = p.verdict
-    return out
-
-
-def sensitive_accelerators(kb) -> dict[str, list[str]]:
-    """{claim: [accelerators]} where a pooled run's verdict changed with the implementation
-    (`implementation_sensitive`)."""
-    from flopkb.verify.pooled import pooled
-
-    out: dict[str, list[str]] = {}
-    for (claim, acc), p in pooled(kb).items():
-        if p.implementation_sensitive:
-            out.setdefault(claim, []).append(acc)
-    return out
-
-
-def confirmed_on(kb, claim: str, accelerators: list[str] | None = None) -> list[EvidenceRecord]:
-    """The runs confirming `claim` on each accelerator whose pooled verdict is confirmed,
-    restricted to `accelerators` when given (rule 3: a `measured` basis needs one)."""
-    from flopkb.verify.pooled import pooled
-
-    return sorted(
-        (ev for (c, acc), p in pooled(kb, claim).items()
-         if p.verdict == "confirmed" and (accelerators is None or acc in accelerators)
-         for ev in p.measuring),
-        key=lambda ev: ev.id,
-    )
 
 
 def summary(ev: EvidenceRecord) -> dict[str, Any]:

@@ -11,20 +11,68 @@ it; `torch` callables are resolved when they run. One bad declaration never hide
 from __future__ import annotations
 
 import ast
+import importlib.util
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from flopkb import budget
+from flopkb.evidence import impls
+from flopkb.evidence.impls import Side
 from flopkb.findings import Finding, Severity
 from flopkb.formula import FormulaError, parse_formula
-from flopkb.kernelpkg import kernels_dir
+from flopkb.kernelpkg import kernels_dir, kernels_root
 from flopkb.load import Limits, Locator, read_document
 from flopkb.load.structure import _finding
 from flopkb.model.experiment import GENERIC_QUANTITIES, Experiment
-from flopkb.verify import impls
+from flopkb.walk import display_path
+
+BUNDLED_HOOKS = "flopkb.verify.experiments."
+EXPERIMENTS_FOLDER = "experiments"
+
+
+@dataclass(frozen=True)
+class ExperimentInfo:
+    """What an experiment runs and measures, and how it reads a claim's magnitude."""
+
+    name: str
+    title: str
+    claims: tuple[str, ...]
+    kernels: tuple[str, ...]
+    measures: str
+    criterion: str
+    sweep: str
+    time_limit_s: float = 60.0
+    needs: tuple[str, ...] = ()
+    # the sides of the comparison and the implementations that can run each (default first);
+    # an experiment with no sides runs one fixed combination
+    sides: tuple[Side, ...] = ()
+    # the Python module doing what the declaration cannot say; None: the declaration-only runner
+    hook: str | None = None
+    # the suite `verify --suite` selects it by
+    suite: str = "kernels"
+    # the declaration's judge_revision: evidence read under another one is stale
+    judge_revision: int = 1
+    # the declaration itself, the KB root it came from and its file (as reports show it)
+    declaration: Experiment | None = field(default=None, compare=False, repr=False)
+    origin: Path | None = field(default=None, compare=False)
+    file: str = field(default="", compare=False)
+
+    @property
+    def runs_kb_code(self) -> bool:
+        """Its hook is a module below the KB's kernels/ (validate never imports one)."""
+        return self.hook is not None and not self.module
+
+    @property
+    def module(self) -> str:
+        """The bundled hook's module name below `flopkb.verify.experiments` ('' otherwise)."""
+        if self.hook and self.hook.startswith(BUNDLED_HOOKS):
+            return self.hook.removeprefix(BUNDLED_HOOKS)
+        return ""
+
 
 E = Severity.error
 # Rule codes of declarations (registered in RULES by flopkb.check.experiments); the typed-link
@@ -48,8 +96,6 @@ SUFFIXES = (".yaml", ".yml")
 def callable_path(root: Path | None, spec: str) -> tuple[Path | None, str, str]:
     """(source file, module, function) of `module:function` below the KB's (or the bundled)
     kernels/; file None for torch callables."""
-    from flopkb.verify.hashing import kernels_root
-
     module, _, function = spec.partition(":")
     if module == "torch" or module.startswith("torch."):
         return None, module, function
@@ -59,8 +105,6 @@ def callable_path(root: Path | None, spec: str) -> tuple[Path | None, str, str]:
 
 
 def _root_of(root: Path | None, module: str) -> Path | None:
-    from flopkb.verify.hashing import kernels_root
-
     return kernels_root(root, module.split(".")[0])
 
 
@@ -96,12 +140,8 @@ def hook_problem(root: Path | None, hook: str) -> str | None:
     """Why `hook` cannot be loaded, or None. A bundled hook is a module of
     flopkb.verify.experiments; a KB's hook is a module below its kernels/ (`op.module`, with an
     optional `:attribute`)."""
-    from flopkb.verify.registry import BUNDLED_HOOKS
-
     module, _, attr = hook.partition(":")
     if module.startswith(BUNDLED_HOOKS):
-        import importlib.util
-
         try:
             found = importlib.util.find_spec(module)
         except ImportError:
@@ -283,9 +323,6 @@ def _files(folder: Path) -> tuple[list[Path], list[Finding]]:
 def load_folder(root: Path, *, bundled: bool) -> tuple[dict, list[Finding], dict[str, Path]]:
     """(name -> ExperimentInfo, findings, name -> file) of the declarations in root/experiments/.
     A declaration with an error finding is left out (a link to it then says so: FKB507)."""
-    from flopkb.verify.registry import EXPERIMENTS_FOLDER
-    from flopkb.walk import display_path
-
     paths, findings = _files(root / EXPERIMENTS_FOLDER)
     infos: dict = {}
     files: dict[str, Path] = {}
@@ -313,8 +350,6 @@ def load_folder(root: Path, *, bundled: bool) -> tuple[dict, list[Finding], dict
 
 
 def _one(root: Path, path: Path, display: str, bundled: bool):
-    from flopkb.verify.registry import ExperimentInfo
-
     doc = read_document(path, display, Limits())
     if doc.data is None:
         return doc.findings, None
@@ -340,7 +375,7 @@ def _one(root: Path, path: Path, display: str, bundled: bool):
         add(code, where, message, hint)
     if any(f.severity is E for f in findings):
         return findings, None
-    sides = tuple(impls.Side(s.name, tuple(i.name for i in s.implementations))
+    sides = tuple(Side(s.name, tuple(i.name for i in s.implementations))
                   for s in exp.sides)
     info = ExperimentInfo(
         name=exp.id, title=exp.title, claims=tuple(exp.claims),

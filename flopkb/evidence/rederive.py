@@ -2,7 +2,7 @@
 recompute each result from the raw numbers, never trust the reported one).
 
 Torch-free. For each judgement, the experiment's own `judge` (the function `verify` decided with)
-reads the record's stored measurement, merged from its rounds by `flopkb.verify.rounds` (schema 4)
+reads the record's stored measurement, merged from its rounds by `flopkb.evidence.rounds` (schema 4)
 or the single `statistics.data` + `sweep` a schema 3 record carries, against the claim's CURRENT
 magnitude; the verdict and measured interval it gives must be the stored ones. A calibration is
 re-decided from its ceilings and the accelerator's datasheet figures.
@@ -16,10 +16,12 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from flopkb.evidence import hooks, stats
+from flopkb.evidence.hashing import judge_changed
+from flopkb.evidence.measurement import Measurement
+from flopkb.evidence.rounds import merge_rounds
 from flopkb.magnitude import MagnitudeError, parse_magnitude
 from flopkb.model import EvidenceRecord, Measured
-from flopkb.verify import stats
-from flopkb.verify.rounds import merge_rounds
 
 # Verdicts that measured something: only they are re-derived.
 MEASURING = frozenset({"confirmed", "refuted", "inconclusive"})
@@ -128,15 +130,13 @@ def _source(ev: EvidenceRecord, index: int) -> tuple[dict[str, Any], list[Any]] 
 
 
 def _judge(ev: EvidenceRecord, mod: Any, mag: Any, data: dict[str, Any], sweep: list[Any]):
-    from flopkb.verify.experiments._common import Measurement
-
     return mod.judge(Measurement(data, sweep, dict(ev.conditions)), mag, dict(ev.conditions))
 
 
 def judge_stored(kb: Any, ev: EvidenceRecord, data: dict[str, Any], sweep: list[Any],
                  mag: Any):
     """`ev`'s experiment's own judge on stored (merged) numbers under `ev`'s conditions: the
-    reading `rederive` checks a record with, and `flopkb.verify.pooled` pools runs with. Raises
+    reading `rederive` checks a record with, and `flopkb.evidence.pooled` pools runs with. Raises
     LookupError where `judge_module` has no judge to give."""
     mod = judge_module(kb, ev.experiment)
     if mod is None:
@@ -210,9 +210,7 @@ def judge_module(kb: Any, name: str) -> Any:
     catalogue = kb.catalogue()
     if not catalogue.exists(name) or catalogue.get(name).runs_kb_code:
         return None
-    from flopkb.verify.runner import experiment_module
-
-    return experiment_module(name, kb.root, catalogue)
+    return hooks.experiment_module(catalogue.get(name), kb.root, kb_code=False)
 
 
 def claim_magnitude(kb: Any, ev: EvidenceRecord) -> Any:
@@ -240,8 +238,6 @@ def rederive(kb: Any, ev: EvidenceRecord) -> list[Problem]:
     mag = claim_magnitude(kb, ev)
     if mag is None:
         return out
-    from flopkb.verify.hashing import judge_changed
-
     if judge_changed(kb.catalogue(), ev):
         # read under an earlier rule: stale (FKB504), not a mismatch with the current judge
         return out

@@ -11,8 +11,10 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from flopkb.kernelpkg import kernels_dir
-from flopkb.verify import registry
+from flopkb.evidence.catalogue import Catalogue
+from flopkb.evidence.declared import ExperimentInfo
+from flopkb.evidence.store import latest
+from flopkb.kernelpkg import kernels_dir, kernels_root
 
 MISSING = "missing"
 # What counts as kernel source below an operator folder: Python/Triton and CUDA (a kernel built
@@ -28,37 +30,16 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def kernels_root(kb_root: Path | None, entry: str | None = None) -> Path | None:
-    """The KB root whose kernels/ holds `entry` (a path below kernels/, or an operator name):
-    the KB's own when its kernels/ has that operator folder (or top-level file), else the
-    bundled one. Without `entry`: the KB's own whenever it has a kernels/ folder at all.
-
-    One rule for every experiment, bundled or declared by the KB: an operator folder of the KB
-    stands in for the bundled one of the same name, and a KB without it runs the bundled one.
-    """
-    if kb_root is None or not kernels_dir(kb_root).is_dir():
-        return None
-    if entry is None:
-        return kb_root
-    head = entry.strip("/").split("/", 1)[0]
-    folder = kernels_dir(kb_root)
-    if (folder / head).exists() or (folder / f"{head}.py").is_file():
-        return kb_root
-    return None
-
-
-def kernel_files(kb_root: Path | None, experiment: str,
-                 catalogue: registry.Catalogue | None = None) -> list[tuple[str, Path]]:
-    """The kernel source files of `experiment` as (path relative to kernels/, file), sorted.
+def kernel_files(kb_root: Path | None, info: ExperimentInfo) -> list[tuple[str, Path]]:
+    """The kernel source files of experiment `info` as (path relative to kernels/, file),
+    sorted.
 
     An entry ending in "/" expands to every kernel source (SOURCE_SUFFIXES) below that folder;
     an entry naming a missing file is kept, so its absence shows as MISSING in the hashes.
     Each entry is looked up in the KB's kernels/ or the bundled ones (`kernels_root`).
-    `catalogue`: the KB's, when the caller has it (`KnowledgeBase.catalogue()`).
     """
     files: dict[str, Path] = {}
-    catalogue = registry.for_kb(kb_root) if catalogue is None else catalogue
-    for entry in catalogue.get(experiment).kernels:
+    for entry in info.kernels:
         folder = kernels_dir(kernels_root(kb_root, entry))
         if entry.endswith("/"):
             base = folder / entry
@@ -73,17 +54,17 @@ def kernel_files(kb_root: Path | None, experiment: str,
 
 
 def current_hashes(
-    kb_root: Path | None, experiment: str, memo: dict[Path, str] | None = None,
-    catalogue: registry.Catalogue | None = None,
+    kb_root: Path | None, info: ExperimentInfo, memo: dict[Path, str] | None = None
 ) -> dict[str, str]:
-    """sha256 of each kernel source `experiment` runs, as they are now ("missing" if absent).
+    """sha256 of each kernel source experiment `info` runs, as they are now ("missing" if
+    absent).
 
     `memo` (path -> digest) lets a caller that hashes many experiments read each file once:
     most share folders such as ssd/.
     """
     memo = {} if memo is None else memo
     hashes: dict[str, str] = {}
-    for rel, path in kernel_files(kb_root, experiment, catalogue):
+    for rel, path in kernel_files(kb_root, info):
         if path not in memo:
             memo[path] = sha256_file(path) if path.is_file() else MISSING
         hashes[rel] = memo[path]
@@ -122,7 +103,7 @@ def compare(recorded: dict[str, str], now: dict[str, str]) -> tuple[tuple[str, .
     return changed, added, removed
 
 
-def judge_changed(catalogue: registry.Catalogue, ev) -> tuple[int, int] | None:
+def judge_changed(catalogue: Catalogue, ev) -> tuple[int, int] | None:
     """(recorded, current) judge_revision of `ev`'s experiment in `catalogue` (the KB's:
     `KnowledgeBase.catalogue()`) when they differ, else None (also None for an experiment the
     KB does not declare: FKB502 reports that)."""
@@ -132,7 +113,7 @@ def judge_changed(catalogue: registry.Catalogue, ev) -> tuple[int, int] | None:
     return None if ev.judge_revision == now else (ev.judge_revision, now)
 
 
-def staleness(catalogue: registry.Catalogue, ev, hashes_now: dict[str, str]
+def staleness(catalogue: Catalogue, ev, hashes_now: dict[str, str]
               ) -> Staleness | None:
     """Why `ev` is stale against the kernel hashes `hashes_now` of its experiment and the
     experiment's current judge revision; None when it is not."""
@@ -151,21 +132,19 @@ def stale_evidence(kb) -> list[Staleness]:
     `kb` is a loaded KnowledgeBase; evidence naming an unknown experiment is skipped here (rule
     FKB502 reports it). Current hashes are computed once per experiment.
     """
-    from flopkb.verify.evidence import latest
-
     current = {ev.id for ev in latest(kb).values()}
+    catalogue = kb.catalogue()
     cache: dict[str, dict[str, str]] = {}
     digests: dict[Path, str] = {}
     out: list[Staleness] = []
     for eid, ev in sorted(kb.evidence.items()):
         if eid not in current:
             continue
-        if not kb.catalogue().exists(ev.experiment):
+        if not catalogue.exists(ev.experiment):
             continue
         if ev.experiment not in cache:
-            cache[ev.experiment] = current_hashes(kb.root, ev.experiment, digests,
-                                                  kb.catalogue())
-        found = staleness(kb.catalogue(), ev, cache[ev.experiment])
+            cache[ev.experiment] = current_hashes(kb.root, catalogue.get(ev.experiment), digests)
+        found = staleness(catalogue, ev, cache[ev.experiment])
         if found:
             out.append(found)
     return out

@@ -9,7 +9,12 @@ with declarations in its own `experiments/`, written the same way (`flopkb.model
 `verify.experiment` names an experiment that exists, and `hashing` uses `kernels` to hash the
 kernel sources an experiment runs. An experiment's code is its `hook` module (the bundled hooks
 are `flopkb/verify/experiments/<module>.py`), or the declaration-only runner
-(`flopkb.verify.experiments.declared`) when it names none; either is imported only when it runs.
+(`flopkb.verify.experiments.generic`) when it names none; either is imported only when it runs
+or is judged again (`flopkb.evidence.hooks`).
+
+Built once per KB (`KnowledgeBase.catalogue()`) and handed to whatever asks about experiments:
+`for_kb` re-stats the declaration and kernel files to validate its cache, so nothing calls it
+per evidence record or per job.
 
 `kernels` entries are paths relative to the KB's `kernels/` folder; an entry ending in "/" stands
 for every kernel source below that folder (`*.py`, `*.cu`, `*.cuh`), so a kernel module added or
@@ -22,52 +27,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from flopkb.evidence.declared import EXPERIMENTS_FOLDER, ExperimentInfo, load_folder
 from flopkb.findings import Finding
-from flopkb.model.experiment import Experiment
-from flopkb.verify.impls import Side
-
-BUNDLED_HOOKS = "flopkb.verify.experiments."
-EXPERIMENTS_FOLDER = "experiments"
-
-
-@dataclass(frozen=True)
-class ExperimentInfo:
-    """What an experiment runs and measures, and how it reads a claim's magnitude."""
-
-    name: str
-    title: str
-    claims: tuple[str, ...]
-    kernels: tuple[str, ...]
-    measures: str
-    criterion: str
-    sweep: str
-    time_limit_s: float = 60.0
-    needs: tuple[str, ...] = ()
-    # the sides of the comparison and the implementations that can run each (default first);
-    # an experiment with no sides runs one fixed combination
-    sides: tuple[Side, ...] = ()
-    # the Python module doing what the declaration cannot say; None: the declaration-only runner
-    hook: str | None = None
-    # the suite `verify --suite` selects it by
-    suite: str = "kernels"
-    # the declaration's judge_revision: evidence read under another one is stale
-    judge_revision: int = 1
-    # the declaration itself, the KB root it came from and its file (as reports show it)
-    declaration: Experiment | None = field(default=None, compare=False, repr=False)
-    origin: Path | None = field(default=None, compare=False)
-    file: str = field(default="", compare=False)
-
-    @property
-    def runs_kb_code(self) -> bool:
-        """Its hook is a module below the KB's kernels/ (validate never imports one)."""
-        return self.hook is not None and not self.module
-
-    @property
-    def module(self) -> str:
-        """The bundled hook's module name below `flopkb.verify.experiments` ('' otherwise)."""
-        if self.hook and self.hook.startswith(BUNDLED_HOOKS):
-            return self.hook.removeprefix(BUNDLED_HOOKS)
-        return ""
+from flopkb.paths import bundled_root
 
 
 @dataclass
@@ -98,12 +60,6 @@ class Catalogue:
         here = Path(os.path.abspath(root))
         return [n for n, i in self.experiments.items()
                 if i.origin is not None and Path(os.path.abspath(i.origin)) == here]
-
-
-def _bundled_root() -> Path:
-    from flopkb.paths import bundled_root
-
-    return bundled_root()
 
 
 def _ordered(found: dict[str, ExperimentInfo]) -> dict[str, ExperimentInfo]:
@@ -139,8 +95,6 @@ def _stamp(root: Path) -> tuple[tuple[str, int, int], ...]:
 
 
 def _declared(root: Path, bundled: bool) -> Catalogue:
-    from flopkb.verify.declared import load_folder
-
     key = (str(Path(os.path.abspath(root))), _stamp(root))
     if key not in _CACHE:
         infos, findings, files = load_folder(root, bundled=bundled)
@@ -150,7 +104,7 @@ def _declared(root: Path, bundled: bool) -> Catalogue:
 
 def bundled() -> Catalogue:
     """The bundled KB's experiments."""
-    return _declared(_bundled_root(), bundled=True)
+    return _declared(bundled_root(), bundled=True)
 
 
 def for_kb(root: Path | None) -> Catalogue:
@@ -159,7 +113,7 @@ def for_kb(root: Path | None) -> Catalogue:
     base = bundled()
     if root is None:
         return Catalogue(dict(base.experiments), [], dict(base.files))
-    if Path(os.path.abspath(root)) == Path(os.path.abspath(_bundled_root())):
+    if Path(os.path.abspath(root)) == Path(os.path.abspath(bundled_root())):
         return base
     own = _declared(root, bundled=False)
     merged = {**base.experiments, **own.experiments}

@@ -10,7 +10,7 @@ each run's verdict listed. Where nothing measured, the newest record's verdict s
 not-run, not-applicable).
 
 The pooled figure: the rounds of every run that speaks, merged as one measurement by the rule
-that merges one run's rounds (`flopkb.verify.rounds`: the median of the values, the band
+that merges one run's rounds (`flopkb.evidence.rounds`: the median of the values, the band
 [min low, max high]) and judged again by the experiment's own `judge` against the claim's current
 magnitude. Its interval covers the spread between runs (processes, machines) as one run's covers
 the spread between its rounds: the committed H200 runs show a run's value leaving another run's
@@ -23,7 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from flopkb.evidence.hashing import current_hashes, judge_changed, staleness
+from flopkb.evidence.rederive import claim_magnitude, judge_stored
+from flopkb.evidence.rounds import merge_rounds
 from flopkb.model import EvidenceRecord, Measured
+from flopkb.text import plain_g
 
 MEASURING = frozenset({"confirmed", "refuted", "inconclusive"})
 DISAGREEING = "disagreeing"
@@ -54,9 +58,7 @@ class Figure:
 
 def _num(x: float | None) -> str:
     """Three significant digits, never in exponent form (`19600`, not `1.96e+04`), as the
-    evidence pictures print them (plots.plain_g)."""
-    from flopkb.verify.plots import plain_g
-
+    evidence pictures print them (`flopkb.text.plain_g`)."""
     return "open" if x is None else plain_g(x, 3)
 
 
@@ -120,8 +122,6 @@ class Pooled:
 
 
 def _stale_ids(kb: Any, records: list[EvidenceRecord]) -> set[str]:
-    from flopkb.verify.hashing import current_hashes, staleness
-
     cache: dict[str, dict[str, str]] = {}
     out = set()
     catalogue = kb.catalogue()
@@ -129,7 +129,7 @@ def _stale_ids(kb: Any, records: list[EvidenceRecord]) -> set[str]:
         if not catalogue.exists(ev.experiment):
             continue
         if ev.experiment not in cache:
-            cache[ev.experiment] = current_hashes(kb.root, ev.experiment, None, catalogue)
+            cache[ev.experiment] = current_hashes(kb.root, catalogue.get(ev.experiment))
         if staleness(catalogue, ev, cache[ev.experiment]):
             out.add(ev.id)
     return out
@@ -140,10 +140,6 @@ def figure(kb: Any, runs: list[EvidenceRecord]) -> Figure | None:
     (schema 4; older runs keep one merged measurement and stay out): None unless at least two
     do, all measured the same experiment under the same conditions, and the experiment's judge
     reads their merged rounds (runs judged under another judge revision stay out)."""
-    from flopkb.verify.hashing import judge_changed
-    from flopkb.verify.rederive import claim_magnitude, judge_stored
-    from flopkb.verify.rounds import merge_rounds
-
     # runs read under an earlier judge revision are not re-read by the current rule
     runs = [ev for ev in runs if ev.rounds and not judge_changed(kb.catalogue(), ev)]
     if len(runs) < 2:
@@ -219,3 +215,37 @@ def _pool_all(kb: Any, keep: Callable[[EvidenceRecord], bool] | None, figures: b
     stale = _stale_ids(kb, [ev for evs in groups.values() for ev in evs])
     return {key: pool(evs, stale, kb if figures else None)
             for key, evs in sorted(groups.items())}
+
+
+def latest_verdicts(kb: Any) -> dict[str, dict[str, str]]:
+    """{claim: {accelerator: pooled verdict}} over all of each pair's trusted runs: runs that
+    disagree give `disagreeing`, never the latest one's.
+
+    Evidence from an unmatched GPU is listed under "unknown-gpu"; calibrations are left out.
+    """
+    out: dict[str, dict[str, str]] = {}
+    for (claim, acc), p in pooled(kb).items():
+        out.setdefault(claim, {})[acc] = p.verdict
+    return out
+
+
+def sensitive_accelerators(kb: Any) -> dict[str, list[str]]:
+    """{claim: [accelerators]} where a pooled run's verdict changed with the implementation
+    (`implementation_sensitive`)."""
+    out: dict[str, list[str]] = {}
+    for (claim, acc), p in pooled(kb).items():
+        if p.implementation_sensitive:
+            out.setdefault(claim, []).append(acc)
+    return out
+
+
+def confirmed_on(kb: Any, claim: str, accelerators: list[str] | None = None
+                 ) -> list[EvidenceRecord]:
+    """The runs confirming `claim` on each accelerator whose pooled verdict is confirmed,
+    restricted to `accelerators` when given (rule 3: a `measured` basis needs one)."""
+    return sorted(
+        (ev for (c, acc), p in pooled(kb, claim).items()
+         if p.verdict == "confirmed" and (accelerators is None or acc in accelerators)
+         for ev in p.measuring),
+        key=lambda ev: ev.id,
+    )

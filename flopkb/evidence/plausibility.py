@@ -1,6 +1,6 @@
 """When evidence can have run: not in the future, and not before its accelerator existed.
 
-A forged or mistyped timestamp must not decide a claim's verdict: `flopkb.verify.evidence.latest`
+A forged or mistyped timestamp must not decide a claim's verdict: `flopkb.evidence.store.latest`
 (and with it `claims`, rule 3 and the graph) skips evidence for which `evidence_time_problem`
 says why its time cannot be true; the validator reports it (FKB508, FKB509).
 
