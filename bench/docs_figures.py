@@ -1120,7 +1120,7 @@ def _gib(value: float) -> str:
 
 def block_model_table(src: Sources) -> str:
     """Computed parameters of every architecture record and its roofline bounds on the H200."""
-    from flopkb.modelshow import model_show
+    from flopkb.architecture.show import model_show
 
     kb = kb_figures.kb_of(src.root)
     rows = []
@@ -1137,14 +1137,15 @@ def block_model_table(src: Sources) -> str:
             f"{r['prefill_tokens_per_s']:,.0f}", f"{r['decode_tokens_per_s']:,.0f}",
             "-" if r["max_batch"] is None else str(r["max_batch"]),
         ])  # fmt: skip
-    from flopkb.hardware import HardwareModel
-    from flopkb.modelshow import hardware_values
+    from flopkb.architecture.show import hardware_values
+    from flopkb.hardware.model import HardwareModel
 
     hw = hardware_values(HardwareModel(kb), ACCELERATOR, "bf16")
     head = paragraph(
         f"`flopkb model show ID --context {MODEL_CONTEXT} --on {ACCELERATOR}` for every "
         "architecture record (bf16 weights, KV cache and state; batch 1; computed from the records "
-        "by `flopkb.modelcost`, reported counts in brackets from each record's source). Bounds "
+        "by `flopkb.architecture.cost`, reported counts in brackets from each record's source). "
+        "Bounds "
         f"are rooflines from {ACCELERATOR}'s datasheet values in the KB "
         f"({hw['bf16_tensor_flops']:g} TFLOP/s bf16, {hw['hbm_bandwidth']:g} TB/s, "
         f"{hw['memory_capacity']:g} GB): upper bounds, not measurements. A largest batch of 0: "
@@ -1158,8 +1159,8 @@ def block_model_table(src: Sources) -> str:
 
 def block_model_claims(src: Sources) -> str:
     """The model-level rows whose figure is computed from architecture records."""
+    from flopkb.architecture.show import shown
     from flopkb.claims import list_claims
-    from flopkb.modelshow import shown
 
     kb = kb_figures.kb_of(src.root)
     rows = []
@@ -1213,7 +1214,7 @@ def _round_values(src: Sources, e: EvidenceRecord) -> list[float]:
     """Each of `e`'s rounds judged alone (the value a one-round run would have reported)."""
     from flopkb.evidence.rederive import judge_stored
     from flopkb.evidence.rounds import merge_rounds
-    from flopkb.magnitude import parse_magnitude
+    from flopkb.grammar.magnitude import parse_magnitude
 
     mag = parse_magnitude((e.expected or {}).get("text") or "qualitative")
     out = []

@@ -1,8 +1,8 @@
 """The resolved knowledge base: validated records by id, with the file each came from.
 
 `load_kb(root)` reads every record file under `root/records` (or `root` itself when it has no
-`records/`; the walk's rules are in `flopkb.walk`), one broken file never hiding the others, and
-returns the KB together with the findings of walking, loading and structure. Cross-record checks
+`records/`; the walk's rules are in `flopkb.load.walk`), one broken file never hiding the others,
+and returns the KB together with the findings of walking, loading and structure. Cross-record checks
 run on the result (`flopkb.check`).
 """
 
@@ -35,6 +35,7 @@ from flopkb.load import (
     read_document,
     to_record,
 )
+from flopkb.load.walk import display_path, walk_records
 from flopkb.model import (
     AcceleratorRecord,
     ArchitectureRecord,
@@ -45,7 +46,6 @@ from flopkb.model import (
     Record,
     SourceRecord,
 )
-from flopkb.walk import display_path, walk_records
 
 
 @dataclass
@@ -175,7 +175,7 @@ class KnowledgeBase:
 def record_files(root: Path) -> list[Path]:
     """Every `*.yaml` / `*.yml` file under the KB's `records/` (or `root` itself), sorted.
 
-    The files a bounded, symlink-safe walk found (`flopkb.walk`); the walk's own findings (a
+    The files a bounded, symlink-safe walk found (`flopkb.load.walk`); the walk's own findings (a
     FIFO, a link out of the KB, an unreadable folder) come with `walk_records` and `load_kb`.
     """
     return walk_records(root).files

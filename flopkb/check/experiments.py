@@ -15,7 +15,7 @@ from flopkb.evidence import links
 from flopkb.evidence.catalogue import Catalogue
 from flopkb.evidence.declared import DECLARATION_RULES, EXPERIMENTS_FOLDER
 from flopkb.findings import Finding, Severity
-from flopkb.magnitude import MagnitudeError, parse_magnitude
+from flopkb.grammar.magnitude import MagnitudeError, parse_magnitude
 
 DECLARATION = {code: rule(code, severity, summary)
                for code, (severity, summary) in DECLARATION_RULES.items()}

@@ -30,8 +30,10 @@ from flopkb.cli.common import (
 )
 from flopkb.cli.tables import IdTable
 from flopkb.escape import visible
+from flopkb.evidence.signing import SigningError, ssh_keygen
 from flopkb.evidence.store import evidence_dir
 from flopkb.extras import install_hint
+from flopkb.kb import load_kb
 from flopkb.plural import count
 
 # What the `kernels` extra installs; verify imports all three (numpy through torch and the plots).
@@ -167,7 +169,6 @@ def verify(
              f"{install_hint('kernels')}")
     # the run's modules are imported when a run is asked for: every other command (validate
     # first) never loads them
-    from flopkb.kb import load_kb
     from flopkb.verify import cpu, execute, plan
 
     root = kb_root(ctx)
@@ -177,8 +178,6 @@ def verify(
     if key is not None and not key.is_file():
         fail(f"no such signing key: {key}")
     if key is not None:
-        from flopkb.evidence.signing import SigningError, ssh_keygen
-
         try:
             ssh_keygen()
         except SigningError as exc:

@@ -23,12 +23,12 @@ from flopkb import budget
 from flopkb.evidence import impls
 from flopkb.evidence.impls import Side
 from flopkb.findings import Finding, Severity
-from flopkb.formula import FormulaError, parse_formula
+from flopkb.grammar.formula import FormulaError, parse_formula
 from flopkb.kernelpkg import kernels_dir, kernels_root
 from flopkb.load import Limits, Locator, read_document
 from flopkb.load.structure import _finding
+from flopkb.load.walk import display_path
 from flopkb.model.experiment import GENERIC_QUANTITIES, Experiment
-from flopkb.walk import display_path
 
 BUNDLED_HOOKS = "flopkb.verify.experiments."
 EXPERIMENTS_FOLDER = "experiments"

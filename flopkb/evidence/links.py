@@ -5,7 +5,7 @@ claim's class must be what one of the experiment's sides stands for. Torch-free 
   share or a roofline fraction; "3:1" a share; "crossover at 2K" a crossover; "Q=64" a setting
   the experiment judges; "740 TFLOP/s" a throughput of the same dimension; "1.7 ms" a time;
   "80 GB" a memory figure; "qualitative" an experiment that declares its qualitative criterion.
-- Absolute magnitudes come from `flopkb.magnitude` (kind "absolute" with a `dimension`) once
+- Absolute magnitudes come from `flopkb.grammar.magnitude` (kind "absolute" with a `dimension`) once
   that grammar has them; this module reads them through `getattr`, so it works before and after.
 """
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from flopkb.evidence import stats
 from flopkb.evidence.stats import Interval
-from flopkb.magnitude import Magnitude
+from flopkb.grammar.magnitude import Magnitude
 
 # The `pass` condition: forward, backward, or forward+backward (a training step).
 PASSES = ("forward", "backward", "forward+backward")

@@ -26,8 +26,8 @@ from typing import Any
 from flopkb.evidence.hashing import current_hashes, judge_changed, staleness
 from flopkb.evidence.rederive import claim_magnitude, judge_stored
 from flopkb.evidence.rounds import merge_rounds
+from flopkb.grammar.text import plain_g
 from flopkb.model import EvidenceRecord, Measured
-from flopkb.text import plain_g
 
 MEASURING = frozenset({"confirmed", "refuted", "inconclusive"})
 DISAGREEING = "disagreeing"
@@ -58,7 +58,7 @@ class Figure:
 
 def _num(x: float | None) -> str:
     """Three significant digits, never in exponent form (`19600`, not `1.96e+04`), as the
-    evidence pictures print them (`flopkb.text.plain_g`)."""
+    evidence pictures print them (`flopkb.grammar.text.plain_g`)."""
     return "open" if x is None else plain_g(x, 3)
 
 

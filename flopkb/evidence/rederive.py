@@ -20,7 +20,7 @@ from flopkb.evidence import hooks, stats
 from flopkb.evidence.hashing import judge_changed
 from flopkb.evidence.measurement import Measurement
 from flopkb.evidence.rounds import merge_rounds
-from flopkb.magnitude import MagnitudeError, parse_magnitude
+from flopkb.grammar.magnitude import MagnitudeError, parse_magnitude
 from flopkb.model import EvidenceRecord, Measured
 
 # Verdicts that measured something: only they are re-derived.

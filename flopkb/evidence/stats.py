@@ -26,10 +26,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from flopkb import units
+from flopkb.grammar import units
 
 if TYPE_CHECKING:
-    from flopkb.magnitude import Magnitude
+    from flopkb.grammar.magnitude import Magnitude
 
 # Relative widening of a claimed interval, by how the figure was stated. Papers round their
 # figures and read them off plots on other hardware generations; 10% is the measurement
@@ -159,8 +159,8 @@ def judge_absolute(measured: Interval, measured_unit: str, magnitude: Magnitude)
     """An absolute claim (kind "absolute" or "change") against a measured interval in
     `measured_unit`: both in base units, then `decide` on the widened claimed interval.
 
-    Raises `flopkb.units.UnitError` when the measured unit is unknown or of another dimension
-    than the claim (a throughput in TB/s cannot judge "740 TFLOP/s"), and ValueError for a
+    Raises `flopkb.grammar.units.UnitError` when the measured unit is unknown or of another
+    dimension than the claim (a throughput in TB/s cannot judge "740 TFLOP/s"), and ValueError for a
     magnitude that is not absolute: a wrong link, never a verdict.
     """
     if magnitude.kind not in {"absolute", "change"} or magnitude.unit is None:

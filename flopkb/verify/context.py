@@ -17,11 +17,8 @@ from typing import Any
 
 from flopkb.kernelpkg import kernels_root, load_op
 from flopkb.verify import timing as _timing
-
-# re-exported for the helper modules that still import the errors from here
-from flopkb.verify.errors import ExperimentError as ExperimentError
+from flopkb.verify.errors import ExperimentError
 from flopkb.verify.errors import PeerUnavailable as PeerUnavailable
-from flopkb.verify.errors import TimeLimitError as TimeLimitError
 from flopkb.verify.timing import Timing
 
 # Relative L2 error allowed against the fp32/fp64 reference, by output dtype: bf16 keeps 8
@@ -32,6 +29,10 @@ TOLERANCES = {"bfloat16": 2e-2, "float16": 5e-3, "float32": 2e-3, "float64": 1e-
 FLOOR_MARGIN = 0.85
 # An experiment stops sweeping at its time limit and errors at HARD_LIMIT times it.
 HARD_LIMIT = 1.5
+
+
+class TimeLimitError(ExperimentError):
+    pass
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,14 @@
-"""The errors an experiment raises, torch-free: hook modules import them at module level without
-importing the run (`flopkb.verify.context`)."""
+"""The two exceptions an experiment's code raises, in a module of their own that imports nothing.
+
+Code under a KB's kernels/ (an op's `bench.py`, the serving layers) raises these without importing
+the run machinery; `flopkb.verify.context` re-exports both, so either import works.
+"""
 
 from __future__ import annotations
 
 
 class ExperimentError(RuntimeError):
     """The experiment cannot give a verdict (wrong kernel, impossible timing, missing feature)."""
-
-
-class TimeLimitError(ExperimentError):
-    pass
 
 
 class PeerUnavailable(RuntimeError):

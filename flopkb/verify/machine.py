@@ -7,7 +7,7 @@ import platform
 import subprocess
 from typing import Any
 
-from flopkb.matching import matches
+from flopkb.grammar.matching import matches
 
 
 def _nvidia_smi(query: str, index: int = 0) -> str | None:
@@ -63,8 +63,8 @@ def fingerprint() -> dict[str, Any]:
 def match_accelerator(kb, gpu_name: str | None) -> str | None:
     """The accelerator record whose `match` regexes (case-insensitive) match the GPU name.
 
-    Patterns are compiled under `flopkb.matching`'s bounds: one that validation refuses (FKB420)
-    matches nothing here, and matching never raises.
+    Patterns are compiled under `flopkb.grammar.matching`'s bounds: one that validation refuses
+    (FKB420) matches nothing here, and matching never raises.
     """
     if not gpu_name:
         return None

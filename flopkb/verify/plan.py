@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 
 from flopkb.evidence import links
 from flopkb.evidence.declared import ExperimentInfo
-from flopkb.hardware import HardwareModel, claim_inputs
-from flopkb.magnitude import Magnitude, MagnitudeError, parse_magnitude
+from flopkb.grammar.magnitude import Magnitude, MagnitudeError, parse_magnitude
+from flopkb.hardware.model import HardwareModel, claim_inputs
 from flopkb.model import ClassRecord, HardwareParameter
 
 T = TypeVar("T")

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from flopkb.atomic import atomic_path
-from flopkb.text import plain_g
+from flopkb.grammar.text import plain_g
 
 VERDICT_COLOURS = {
     "confirmed": "#2ca02c",

@@ -9,8 +9,8 @@ import pytest
 
 from flopkb.check import run_checks
 from flopkb.check.architectures import _agrees
+from flopkb.grammar.magnitude import parse_magnitude
 from flopkb.kb import load_kb
-from flopkb.magnitude import parse_magnitude
 from flopkb.paths import bundled_root
 
 

@@ -10,11 +10,11 @@ import pytest
 import yaml
 
 from flopkb import budget
-from flopkb.formula import FormulaError, parse_formula
+from flopkb.grammar.formula import FormulaError, parse_formula
+from flopkb.grammar.magnitude import MagnitudeError, parse_magnitude
+from flopkb.grammar.text import closest_span
 from flopkb.kb import load_kb
 from flopkb.load import Limits, read_document
-from flopkb.magnitude import MagnitudeError, parse_magnitude
-from flopkb.text import closest_span
 from flopkb.validate import capped, validate
 from tests.unit.verify_fixtures import stored_ratio
 

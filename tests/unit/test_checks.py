@@ -12,9 +12,9 @@ from flopkb.check.base import CHECKS, RULES
 from flopkb.check.formulas import MissingInput, NotApplicable, QuantityValues
 from flopkb.check.provenance import closest_span, has_size, number_tokens
 from flopkb.findings import Severity
-from flopkb.formula import FormulaError, parse_formula
+from flopkb.grammar.formula import FormulaError, parse_formula
+from flopkb.grammar.text import normalise
 from flopkb.kb import load_kb
-from flopkb.text import normalise
 from flopkb.validate import validate
 
 SMALL_KB = Path(__file__).resolve().parents[1] / "cases" / "valid" / "small-kb"

@@ -1,4 +1,5 @@
-"""Derived rows are computed (flopkb.derived): what each magnitude form covers, and FKB213."""
+"""Derived rows are computed (flopkb.hardware.derived): what each magnitude form covers, and
+FKB213."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from flopkb.derived import NoCover, covers, judge
-from flopkb.magnitude import parse_magnitude
+from flopkb.grammar.magnitude import parse_magnitude
+from flopkb.hardware.derived import NoCover, covers, judge
 from flopkb.validate import validate
 
 SMALL_KB = Path(__file__).resolve().parents[1] / "cases" / "valid" / "small-kb"

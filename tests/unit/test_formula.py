@@ -1,4 +1,5 @@
-"""The whitelist formula evaluator (flopkb.formula): arithmetic over quantity ids, never eval."""
+"""The whitelist formula evaluator (flopkb.grammar.formula): arithmetic over quantity ids, never
+eval."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import math
 
 import pytest
 
-from flopkb.formula import FormulaError, parse_formula
+from flopkb.grammar.formula import FormulaError, parse_formula
 
 
 def test_arithmetic_over_names() -> None:

@@ -136,7 +136,7 @@ def test_dangling_references_are_listed_not_invented() -> None:
 
 
 def test_formula_inputs_match_the_whitelist_parser() -> None:
-    from flopkb.formula import parse_formula
+    from flopkb.grammar.formula import parse_formula
     from flopkb.graph.build import _formula_names
 
     for text in [

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from flopkb.hardware import HardwareModel, UnknownRecord, hw_compare, hw_show
+from flopkb.hardware.model import HardwareModel, UnknownRecord
+from flopkb.hardware.show import hw_compare, hw_show
 from flopkb.kb import KnowledgeBase, load_kb
 from flopkb.paths import bundled_root
 

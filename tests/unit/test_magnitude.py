@@ -1,10 +1,11 @@
-"""The magnitude grammar (flopkb.magnitude): every documented example parses, the rest do not."""
+"""The magnitude grammar (flopkb.grammar.magnitude): every documented example parses, the rest do
+not."""
 
 from __future__ import annotations
 
 import pytest
 
-from flopkb.magnitude import MagnitudeError, parse_magnitude
+from flopkb.grammar.magnitude import MagnitudeError, parse_magnitude
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from flopkb.grammar.matching import compile_pattern
 from flopkb.kb import load_kb
-from flopkb.matching import compile_pattern
 from flopkb.validate import validate
 from flopkb.verify.machine import match_accelerator
 

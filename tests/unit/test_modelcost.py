@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from flopkb.architecture.cost import ArchitectureError, compute, roofline
 from flopkb.kb import KnowledgeBase, load_kb
 from flopkb.model import ArchitectureRecord
-from flopkb.modelcost import ArchitectureError, compute, roofline
 from flopkb.paths import bundled_root
 
 GIB = 2**30

@@ -1,16 +1,11 @@
-"""Serving composition (flopkb.serving) with fake per-layer timings: counts from the records,
-hand sums, intervals, and the two batch readings of a memory-limited claim."""
+"""Serving composition (flopkb.architecture.serving) with fake per-layer timings: counts from the
+records, hand sums, intervals, and the two batch readings of a memory-limited claim."""
 
 from __future__ import annotations
 
 import pytest
 
-from flopkb.evidence.stats import Interval
-from flopkb.hardware import HardwareModel
-from flopkb.kb import KnowledgeBase, load_kb
-from flopkb.modelshow import hardware_values
-from flopkb.paths import bundled_root
-from flopkb.serving import (
+from flopkb.architecture.serving import (
     ServingError,
     compose,
     layer_counts,
@@ -18,6 +13,11 @@ from flopkb.serving import (
     ratio,
     reading,
 )
+from flopkb.architecture.show import hardware_values
+from flopkb.evidence.stats import Interval
+from flopkb.hardware.model import HardwareModel
+from flopkb.kb import KnowledgeBase, load_kb
+from flopkb.paths import bundled_root
 
 
 @pytest.fixture(scope="module")

@@ -1,11 +1,12 @@
-"""The unit table (flopkb.units): conversions, dimensions and the spec check's stricter reading."""
+"""The unit table (flopkb.grammar.units): conversions, dimensions and the spec check's stricter
+reading."""
 
 from __future__ import annotations
 
 import pytest
 
 from flopkb.check.units import convert as spec_convert
-from flopkb.units import UnitError, compatible, convert, dimension_of, to_base
+from flopkb.grammar.units import UnitError, compatible, convert, dimension_of, to_base
 
 
 @pytest.mark.parametrize(

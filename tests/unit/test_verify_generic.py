@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from flopkb.magnitude import MagnitudeError, parse_magnitude
+from flopkb.grammar.magnitude import MagnitudeError, parse_magnitude
 from flopkb.model import EvidenceRecord
 from flopkb.model.experiment import Experiment, Produced
 from flopkb.verify import execute, plan

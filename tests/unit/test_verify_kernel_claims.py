@@ -10,8 +10,8 @@ from pydantic import ValidationError
 from flopkb.claims import list_claims
 from flopkb.evidence.measurement import Measurement
 from flopkb.evidence.rederive import MISMATCH, rederive
+from flopkb.grammar.magnitude import parse_magnitude
 from flopkb.kb import KnowledgeBase, load_kb
-from flopkb.magnitude import parse_magnitude
 from flopkb.model import EvidenceRecord
 from flopkb.model.classes import VerifyLink
 from flopkb.paths import bundled_root

@@ -15,9 +15,9 @@ pytest.importorskip("matplotlib")
 import matplotlib.pyplot as plt
 from matplotlib.container import ErrorbarContainer
 
+from flopkb.grammar.text import plain_g
 from flopkb.kb import load_files
 from flopkb.paths import bundled_root
-from flopkb.text import plain_g
 from flopkb.verify import plots
 from flopkb.verify.plots import ClaimView, plain
 
@@ -165,8 +165,8 @@ def test_a_run_draws_one_picture_per_claim_named_like_its_evidence(tmp_path: Pat
     from flopkb.evidence.catalogue import for_kb
     from flopkb.evidence.measurement import Judgement, Measurement
     from flopkb.evidence.stats import Interval
+    from flopkb.grammar.magnitude import parse_magnitude
     from flopkb.kb import load_kb
-    from flopkb.magnitude import parse_magnitude
     from flopkb.verify import record as rec
     from flopkb.verify.plan import Target
     from flopkb.verify.session import Session

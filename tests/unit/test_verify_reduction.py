@@ -16,7 +16,7 @@ import types
 import pytest
 
 from flopkb.evidence.measurement import Measurement
-from flopkb.magnitude import parse_magnitude
+from flopkb.grammar.magnitude import parse_magnitude
 from flopkb.verify.context import Context, ExperimentError, PeerUnavailable
 from flopkb.verify.experiments import (
     _reduction,

@@ -135,7 +135,7 @@ def test_resolve_conditions_notes_what_cannot_be_honoured():
 def test_judge_reads_magnitudes():
     from flopkb.evidence.measurement import judge_ratio
     from flopkb.evidence.stats import Interval
-    from flopkb.magnitude import parse_magnitude
+    from flopkb.grammar.magnitude import parse_magnitude
 
     m = Interval(4.0, 3.8, 4.2)
     assert judge_ratio(m, parse_magnitude("2-8x"), what="", qualitative="").verdict == "confirmed"

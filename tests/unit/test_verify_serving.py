@@ -7,13 +7,13 @@ from __future__ import annotations
 import pytest
 import torch
 
+from flopkb.architecture.serving import layer_counts
 from flopkb.evidence import catalogue, hooks
 from flopkb.evidence.measurement import resolve
 from flopkb.evidence.stats import Interval
+from flopkb.grammar.magnitude import parse_magnitude
 from flopkb.kb import KnowledgeBase, load_kb
-from flopkb.magnitude import parse_magnitude
 from flopkb.paths import bundled_root
-from flopkb.serving import layer_counts
 from flopkb.verify.context import Context
 from flopkb.verify.experiments import _serving_layers, serving
 

@@ -8,8 +8,8 @@ import pytest
 
 from flopkb.evidence import stats
 from flopkb.evidence.stats import Interval, claimed_interval, judge_absolute
-from flopkb.magnitude import parse_magnitude
-from flopkb.units import UnitError
+from flopkb.grammar.magnitude import parse_magnitude
+from flopkb.grammar.units import UnitError
 from flopkb.verify.timing import summarize
 
 

@@ -23,8 +23,8 @@ import pytest
 from flopkb.kb import load_kb
 from flopkb.load import read_document
 from flopkb.load.safefile import RefusedFile, read_regular
+from flopkb.load.walk import WalkLimits, walk_records
 from flopkb.validate import validate
-from flopkb.walk import WalkLimits, walk_records
 
 SMALL_KB = Path(__file__).resolve().parents[1] / "cases" / "valid" / "small-kb"
 REPO = Path(__file__).resolve().parents[2]

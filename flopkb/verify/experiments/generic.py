@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 from flopkb.evidence import links, stats
 from flopkb.evidence.measurement import Judgement, Measurement
 from flopkb.evidence.stats import Interval, ratio_interval
+from flopkb.grammar.formula import parse_formula
+from flopkb.kernelpkg import kernels_root, load_module
 from flopkb.model.experiment import Experiment, Implementation, Input, Produced, Side
 from flopkb.verify.errors import ExperimentError
 
@@ -35,8 +37,6 @@ STATE_SEP = ", "
 
 def resolve_callable(spec: str, kb_root: Path | None) -> Any:
     """The function `module:function` names (torch's, or the KB's / bundled kernels')."""
-    from flopkb.kernelpkg import kernels_root, load_module
-
     module, _, function = spec.partition(":")
     if module == "torch" or module.startswith("torch."):
         loaded = importlib.import_module(module)
@@ -51,8 +51,6 @@ def resolve_callable(spec: str, kb_root: Path | None) -> Any:
 def _formula_value(text: str | None, state: dict[str, Any]) -> float:
     if not text:
         return 0.0
-    from flopkb.formula import parse_formula
-
     return parse_formula(text).evaluate({k: float(v) for k, v in state.items()
                                          if isinstance(v, (int, float))})
 

@@ -19,7 +19,7 @@ from flopkb.evidence import stats
 from flopkb.evidence.measurement import Judgement, Measurement, point_row, size_of
 from flopkb.evidence.stats import Interval
 from flopkb.verify.errors import ExperimentError
-from flopkb.verify.experiments import _ssd
+from flopkb.verify.experiments import _ssd, _training
 
 if TYPE_CHECKING:
     from flopkb.verify.context import Context
@@ -60,8 +60,6 @@ def kernel_timeline(fn: Any, args: tuple, reps: int) -> dict[str, float]:
 
 def training_share(ctx: Context, ssd_fn: Any, args: tuple) -> dict[str, Any]:
     """The matmul kernels' share of a forward+backward step's device time, over ROUNDS rounds."""
-    from flopkb.verify.experiments import _training
-
     step, step_args = _training.step(ssd_fn, args, _training.all_floats(args),
                                      "forward+backward")
     shares, totals, others = [], [], []

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio
 from flopkb.evidence.stats import Interval, ratio_interval
-from flopkb.hardware import HardwareModel
+from flopkb.hardware.model import HardwareModel
 from flopkb.verify.experiments import _gemm
 
 if TYPE_CHECKING:

@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from flopkb.evidence.measurement import Judgement, Measurement, point_row
 from flopkb.evidence.stats import Interval
+from flopkb.kb import load_kb
+from flopkb.paths import bundled_root
 from flopkb.verify.errors import ExperimentError
 from flopkb.verify.experiments import _reduction
 
@@ -46,9 +48,6 @@ def sm_counts(ctx: Context) -> dict[int, list[str]]:
     """SM count -> the KB's accelerators with it (their `sm_count` spec)."""
     kb = ctx.kb
     if kb is None:
-        from flopkb.kb import load_kb
-        from flopkb.paths import bundled_root
-
         kb, _ = load_kb(ctx.kb_root or bundled_root())
     out: dict[int, list[str]] = {}
     for acc_id, acc in sorted(kb.accelerators.items()):

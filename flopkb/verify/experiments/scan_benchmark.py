@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from flopkb.evidence import stats
 from flopkb.evidence.measurement import Judgement, Measurement, point_row, size_of
 from flopkb.evidence.stats import Interval, ratio_interval
-from flopkb.magnitude import Magnitude
+from flopkb.grammar.magnitude import Magnitude
 from flopkb.verify.errors import ExperimentError
 from flopkb.verify.experiments import _scan
 

@@ -1,8 +1,9 @@
 """A model's serving speed composed from per-layer timings, and the readings that judge a claim.
 
 No torch here: the GPU side (`flopkb.verify.experiments.serving`) times one sublayer of each type
-at the claim's shapes; this module multiplies by the architecture's counts (`flopkb.modelcost`'s
-`sublayer_types`, the same counting as the computed parameters) and derives:
+at the claim's shapes; this module multiplies by the architecture's counts
+(`flopkb.architecture.cost`'s `sublayer_types`, the same counting as the computed parameters)
+and derives:
 
 - prefill time of a batch of `prefill_batch` prompts of L tokens = sum over types t of
   count[t] * prefill[t]; prefill tokens/s = prefill_batch * L / that time;
@@ -24,9 +25,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from flopkb.architecture.cost import compute, roofline, sublayer_types
 from flopkb.evidence.stats import Interval
 from flopkb.model import ArchitectureRecord
-from flopkb.modelcost import compute, roofline, sublayer_types
 
 # a timing may be a bare number of seconds or an Interval of seconds
 Seconds = float | Interval
@@ -172,7 +173,7 @@ def compose(
 def memory_limited_batch(arch: ArchitectureRecord, context: int, accelerator: str,
                          hw: Mapping[str, float | None], cap: int) -> int:
     """The largest batch whose KV cache and state fit beside the weights at `context`
-    (`flopkb.modelcost.roofline`'s max_batch), at most `cap` (what a run can time)."""
+    (`flopkb.architecture.cost.roofline`'s max_batch), at most `cap` (what a run can time)."""
     bound = roofline(compute(arch, context=context), accelerator, hw)
     if bound.max_batch is None:
         if bound.note and "no per-sequence cache" in bound.note:

@@ -8,7 +8,7 @@
     qualifier   := "~" | "up to " | "at least " | ">=" | "<="
     unit        := FLOP/s | FLOPS | OP/s | OPS (SI prefixes: TFLOP/s, TOPS) | B/s (GB/s, TB/s,
                    GiB/s) | s | ms | µs | us | ns | tokens/s | tok/s | B (KB, MB, GB, TB; KiB,
-                   MiB, GiB)                                       (the table of flopkb.units)
+                   MiB, GiB)                               (the table of flopkb.grammar.units)
     size        := number [K | M | G]              (K = 1024: sequence lengths are powers of two)
     number      := digits ["." digits]  |  thousands groups "1,979" ["." digits]
 
@@ -17,7 +17,7 @@ Examples: `2-8x`, `~20%`, `6x at 16K`, `3.73x`, `crossover at 2K`, `8x`, `up to 
 `up to 80 GB`, `~4000 tokens/s`, `from 12 ms to 4 ms`. En and em dashes, the multiplication sign
 and a space before the unit are accepted.
 
-An absolute magnitude has kind "absolute", `dimension` one of flopkb.units' vocabulary
+An absolute magnitude has kind "absolute", `dimension` one of flopkb.grammar.units' vocabulary
 ("flop_rate", "byte_rate", "time", "token_rate", "bytes"), `unit` the unit as written, and `low` /
 `high` in the dimension's base unit (FLOP/s, B/s, s, tokens/s, B): `740 TFLOP/s` has low = high =
 7.4e14. `from 12 ms to 4 ms` is kind "change": `low` = `high` = the figure it ends at (4e-3 s),
@@ -32,7 +32,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from flopkb import budget, units
+from flopkb import budget
+from flopkb.grammar import units
 
 MagnitudeKind = Literal[
     "ratio", "percent", "proportion", "crossover", "value", "qualitative", "absolute", "change"
@@ -82,7 +83,7 @@ class Magnitude:
     bound: Bound
     condition: dict[str, Any] = field(default_factory=dict)
     figures: tuple[str, ...] = ()
-    # the physical dimension of an absolute (or change) magnitude, flopkb.units' vocabulary
+    # the physical dimension of an absolute (or change) magnitude, flopkb.grammar.units' vocabulary
     dimension: str | None = None
 
     def as_dict(self) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from flopkb.findings import Finding
-from flopkb.load import load_finding
+from flopkb.load.rules import load_finding
 from flopkb.load.safefile import describe
 
 RECORD_SUFFIXES = (".yaml", ".yml")

@@ -8,10 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from flopkb.hardware import HardwareModel, UnknownRecord
-from flopkb.kb import KnowledgeBase
-from flopkb.model import ArchitectureRecord, ArchitectureValue, DerivedFrom
-from flopkb.modelcost import (
+from flopkb.architecture.cost import (
     FLOPS_QUANTITY,
     ROOFLINE_QUANTITIES,
     ArchitectureError,
@@ -19,6 +16,9 @@ from flopkb.modelcost import (
     compute,
     roofline,
 )
+from flopkb.hardware.model import HardwareModel, UnknownRecord
+from flopkb.kb import KnowledgeBase
+from flopkb.model import ArchitectureRecord, ArchitectureValue, DerivedFrom
 
 # A comparison of two architectures takes exactly two (the model, then its baseline).
 COMPARISONS = frozenset({ArchitectureValue.kv_cache_ratio, ArchitectureValue.kv_cache_reduction})

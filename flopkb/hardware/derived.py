@@ -27,15 +27,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from flopkb import units
-from flopkb.formula import FormulaError
-from flopkb.magnitude import Magnitude, MagnitudeError, parse_magnitude
+from flopkb.grammar import units
+from flopkb.grammar.formula import FormulaError
+from flopkb.grammar.magnitude import Magnitude, MagnitudeError, parse_magnitude
+from flopkb.hardware.model import HardwareModel, NotApplicable, parsed
 from flopkb.model import Basis, ClassRecord, HardwareParameter
-
-if TYPE_CHECKING:
-    from flopkb.hardware import HardwareModel
 
 APPROX_WIDENING = 0.10
 _FLOAT_SLACK = 1e-9
@@ -181,8 +179,6 @@ def compute_row(
     model: HardwareModel, record: ClassRecord, row: HardwareParameter, accelerator: str
 ) -> Computed:
     """A derived row's formula on one accelerator, judged against the row's magnitude."""
-    from flopkb.hardware import NotApplicable, parsed  # hardware imports this module
-
     acc = model.kb.accelerators.get(accelerator)
     if acc is None:
         return Computed(accelerator, None, None, f"no accelerator record {accelerator!r}")
