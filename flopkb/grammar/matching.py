@@ -37,7 +37,7 @@ MAX_WITNESSES = 2_000
 # anywhere finds it too; `^$` matches nothing real and is left alone)
 PROBES = ("flopkb-probe: no such device 0",)
 # Device names as CUDA reports them (torch.cuda.get_device_name): those the bundled accelerators
-# match and the close relatives they must not claim, the names tests/unit/test_kb_content.py
+# match and the close relatives they must not claim, the names tests/unit/kb/test_kb_content.py
 # checks (NVIDIA H200 as verify recorded it in the bundled evidence). A probe list, not an
 # authority: a name missing here only makes the overlap check weaker.
 KNOWN_DEVICE_NAMES = (

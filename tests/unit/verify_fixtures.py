@@ -101,7 +101,7 @@ def linked_experiments() -> set[str]:
 
 def all_experiments() -> set[str]:
     # the serving experiments read architecture records, which this KB does not carry; their
-    # own tests drive them with the bundled records (tests/unit/test_verify_serving.py)
+    # own tests drive them with the bundled records (tests/unit/verify/test_serving.py)
     serving = {n for n in catalogue.EXPERIMENTS if n.startswith("serving-")}
     return set(catalogue.EXPERIMENTS) - {"calibration"} - serving
 

@@ -17,7 +17,7 @@ take the sum of the n steps' times. Readings: `equal_batch` (both at `batch`) an
 other reading is reported beside it.
 
 Never run on a GPU yet: `measure` and `_serving_layers` are untested there; `judge` and the
-composition are tested with fake timings (tests/unit/test_verify_serving.py).
+composition are tested with fake timings (tests/unit/verify/test_serving.py).
 """
 
 from __future__ import annotations

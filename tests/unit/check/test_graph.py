@@ -5,7 +5,7 @@ from __future__ import annotations
 from flopkb.check import run_checks
 from flopkb.check.base import RULES
 from flopkb.kb import load_kb
-from tests.unit.graph_fixture import GRAPH_KB
+from tests.unit.graph.graph_fixture import GRAPH_KB
 
 
 def test_graph_findings_on_the_fixture() -> None:

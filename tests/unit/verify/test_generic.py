@@ -25,7 +25,7 @@ from flopkb.verify.experiments.generic import DeclaredExperiment
 from flopkb.verify.session import Session
 from flopkb.verify.timing import Timing
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TOY = '''
 import torch
 

@@ -29,7 +29,7 @@ from flopkb.paths import bundled_root
 from flopkb.schema_export import generate
 from flopkb.validate import validate
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CASES = ROOT / "tests" / "cases"
 SCHEMA = json.loads(generate()["record.schema.json"])
 VALIDATOR = jsonschema.Draft202012Validator(

@@ -12,7 +12,7 @@ from flopkb.kb import record_files
 from flopkb.load import read_document
 from flopkb.schema_export import DRAFT, drift, generate
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SCHEMA = REPO / "schema"
 VALID = REPO / "tests" / "cases" / "valid" / "small-kb"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from flopkb.graph import KBGraph
 from flopkb.kb import load_kb
 
-GRAPH_KB = Path(__file__).resolve().parents[1] / "fixtures" / "graph_kb"
+GRAPH_KB = Path(__file__).resolve().parents[2] / "fixtures" / "graph_kb"
 
 
 @cache

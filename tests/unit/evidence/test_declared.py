@@ -16,10 +16,11 @@ from flopkb.kernelpkg import kernels_dir
 from flopkb.paths import bundled_root
 from flopkb.validate import validate
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 # The registry as it was written in Python before it became declarations (copied from
 # flopkb/verify/registry.py's list, 2026-12-01): the fixture the declarations must equal.
-BEFORE = json.loads((Path(__file__).parent / "fixtures" / "registry_before.json").read_text())
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+BEFORE = json.loads((FIXTURES / "registry_before.json").read_text())
 EXAMPLE = ROOT / "docs" / "examples" / "rmsnorm-kb"
 # declared after the move from the hand-written registry (the kernel-level claims of issue 15)
 ADDED_SINCE = {

@@ -14,7 +14,7 @@ from flopkb.kb import load_kb
 from flopkb.validate import validate
 from flopkb.verify.machine import match_accelerator
 
-BUNDLED = Path(__file__).resolve().parents[2] / "records"
+BUNDLED = Path(__file__).resolve().parents[3] / "records"
 H100 = "records/accelerators/h100-sxm.yaml"
 A100 = "records/accelerators/a100-pcie-80gb.yaml"  # sorts first among the accelerators
 

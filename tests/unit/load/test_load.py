@@ -11,7 +11,7 @@ from flopkb.kb import load_files, load_kb, record_files
 from flopkb.load import Limits, locate, read_document
 from flopkb.load.yamlfile import _depth_prescan
 
-CASES = Path(__file__).resolve().parents[1] / "cases"
+CASES = Path(__file__).resolve().parents[2] / "cases"
 
 
 def _doc(tmp_path: Path, content: str | bytes, limits: Limits = Limits()):  # noqa: B008

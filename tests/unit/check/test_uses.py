@@ -14,9 +14,9 @@ from flopkb.graph.queries import KBGraph
 from flopkb.graph.queries import not_applicable as graph_not_applicable
 from flopkb.kb import load_kb
 from flopkb.paths import bundled_root
-from tests.unit.graph_fixture import GRAPH_KB
+from tests.unit.graph.graph_fixture import GRAPH_KB
 
-SMALL_KB = Path(__file__).resolve().parents[1] / "cases" / "valid" / "small-kb"
+SMALL_KB = Path(__file__).resolve().parents[2] / "cases" / "valid" / "small-kb"
 
 
 def _awkward(tmp_path: Path) -> Path:

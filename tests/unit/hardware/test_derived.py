@@ -12,7 +12,7 @@ from flopkb.grammar.magnitude import parse_magnitude
 from flopkb.hardware.derived import NoCover, covers, judge
 from flopkb.validate import validate
 
-SMALL_KB = Path(__file__).resolve().parents[1] / "cases" / "valid" / "small-kb"
+SMALL_KB = Path(__file__).resolve().parents[2] / "cases" / "valid" / "small-kb"
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flopkb.graph import build_graph, node_id, split_node
 from flopkb.graph.build import EVIDENCE_RELATIONS
 from flopkb.kb import KnowledgeBase
-from tests.unit.graph_fixture import fixture_graph
+from tests.unit.graph.graph_fixture import fixture_graph
 
 
 def edges(relation: str) -> set[tuple[str, str]]:

@@ -26,8 +26,8 @@ from flopkb.load.safefile import RefusedFile, read_regular
 from flopkb.load.walk import WalkLimits, walk_records
 from flopkb.validate import validate
 
-SMALL_KB = Path(__file__).resolve().parents[1] / "cases" / "valid" / "small-kb"
-REPO = Path(__file__).resolve().parents[2]
+SMALL_KB = Path(__file__).resolve().parents[2] / "cases" / "valid" / "small-kb"
+REPO = Path(__file__).resolve().parents[3]
 SECRET = "TOPSECRET-7d1f"
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 

@@ -18,7 +18,7 @@ from flopkb.load import Limits, read_document
 from flopkb.validate import capped, validate
 from tests.unit.verify_fixtures import stored_ratio
 
-SMALL_KB = Path(__file__).resolve().parents[1] / "cases" / "valid" / "small-kb"
+SMALL_KB = Path(__file__).resolve().parents[2] / "cases" / "valid" / "small-kb"
 CLASS = "records/classes/mamba2-ssd.yaml"
 
 

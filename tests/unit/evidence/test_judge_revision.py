@@ -2,7 +2,7 @@
 `judge_revision` turns evidence read under an earlier rule stale instead of "forged".
 
 The evidence is written by the runner's GPU path on the CPU (the documented example KB, fake
-timings: tests/unit/test_verify_generic.py), then edited the way a hand or a rule change would.
+timings: tests/unit/verify/test_generic.py), then edited the way a hand or a rule change would.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from flopkb.cli import app
 from flopkb.evidence.pooled import pooled
 from flopkb.kb import load_kb
-from tests.unit.test_verify_generic import example_evidence
+from tests.unit.verify.test_generic import example_evidence
 
 CLAIM = "fused-rmsnorm/fused-vs-unfused"
 DECL = Path("experiments") / "rmsnorm-fused-vs-unfused.yaml"
@@ -111,4 +111,4 @@ def test_recheck_refuses_evidence_read_by_an_earlier_rule(kb_with_evidence):
     kb, _ = load_kb(root)
     (ev,) = kb.evidence.values()
     with pytest.raises(ValueError, match=r"revision 1 .* now at revision 2"):
-        recheck(kb, root, ev)
+        recheck(kb, ev)

@@ -8,7 +8,7 @@ from pathlib import Path
 from flopkb.paths import bundled_root
 from flopkb.validate import validate
 
-SMALL = Path(__file__).resolve().parents[1] / "cases" / "valid" / "small-kb"
+SMALL = Path(__file__).resolve().parents[2] / "cases" / "valid" / "small-kb"
 
 
 def _kb(tmp_path: Path) -> tuple[Path, Path]:

@@ -21,7 +21,7 @@ from flopkb.graph import (
 )
 from flopkb.graph.queries import latest_verdicts, parse_settings
 from flopkb.kb import load_kb
-from tests.unit.graph_fixture import GRAPH_KB, fixture_graph
+from tests.unit.graph.graph_fixture import GRAPH_KB, fixture_graph
 
 
 def test_affects_a_quantity_reaches_claims_through_computed_quantities() -> None:

@@ -10,7 +10,7 @@ import yaml
 
 from flopkb.validate import validate
 
-SMALL = Path(__file__).resolve().parents[1] / "cases" / "valid" / "small-kb"
+SMALL = Path(__file__).resolve().parents[2] / "cases" / "valid" / "small-kb"
 CLASS = "records/classes/mamba2-ssd.yaml"
 
 

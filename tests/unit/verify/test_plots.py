@@ -21,7 +21,7 @@ from flopkb.paths import bundled_root
 from flopkb.verify import plots
 from flopkb.verify.plots import ClaimView, plain
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 LENGTHS = [512, 1024, 2048, 4096, 8192, 16384]
 # attention time grows ~T, SSD stays flat: they cross near 620 tokens
 ROWS = [

@@ -23,7 +23,7 @@ from flopkb.graph import picture as picture_mod
 from flopkb.graph.export import dot_quote, export, to_dot
 from flopkb.graph.render import RenderError, layered_positions, neighbourhood, render
 from flopkb.kb import load_kb
-from tests.unit.graph_fixture import GRAPH_KB, fixture_graph
+from tests.unit.graph.graph_fixture import GRAPH_KB, fixture_graph
 
 
 def test_node_link_json_round_trips() -> None:
@@ -332,7 +332,7 @@ def test_a_record_of_thousands_of_rows_is_refused_not_drawn(tmp_path: Path) -> N
     from flopkb.graph.render import PictureTooLarge
 
     kb_root = tmp_path / "kb"
-    shutil.copytree(Path(__file__).resolve().parents[1] / "cases/valid/small-kb", kb_root)
+    shutil.copytree(Path(__file__).resolve().parents[2] / "cases/valid/small-kb", kb_root)
     rows = "".join(f"    - {{id: r{i}, quantity: bf16_tensor_flops, effect: 'runs on tensor "
                    "cores', magnitude: qualitative, basis: unverified}\n" for i in range(3000))
     (kb_root / "records/classes/many-rows.yaml").write_text(

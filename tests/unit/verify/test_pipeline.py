@@ -52,7 +52,7 @@ def cpu_gpu(monkeypatch, tmp_path):
     # The declared time limits are a GPU's (seconds of device work); here the interpreter runs
     # the kernels on a 2-core machine that may be busy, so the wall clock would cut sweeps short
     # or time experiments out (it did, once, beside a CPU hog). What these tests check is the
-    # pipeline, not the limits (tests/unit/test_verify_runner.py checks those): 50x the limits.
+    # pipeline, not the limits (tests/unit/verify/test_run.py checks those): 50x the limits.
     from flopkb.verify.context import Context
 
     begin = Context.begin

@@ -12,7 +12,7 @@ import pytest
 
 from flopkb.verify.experiments import partition_sim
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EVIDENCE = ROOT / "records/evidence"
 D2 = EVIDENCE / "ev-gpu-reduction--run-to-run-not-cross-hardware-h200-sxm-20261201t154848z.yaml"
 

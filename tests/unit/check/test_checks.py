@@ -17,7 +17,7 @@ from flopkb.grammar.text import normalise
 from flopkb.kb import load_kb
 from flopkb.validate import validate
 
-SMALL_KB = Path(__file__).resolve().parents[1] / "cases" / "valid" / "small-kb"
+SMALL_KB = Path(__file__).resolve().parents[2] / "cases" / "valid" / "small-kb"
 
 
 def test_normalise_folds_typography_and_whitespace() -> None:
