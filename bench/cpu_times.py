@@ -2,14 +2,14 @@
 
     python bench/cpu_times.py [--out bench/results/cpu_times.json]
 
-Runs `python -m pytest -q` (the README's test command, as CI runs it) and `python -m flopkb verify`
-(CPU checks of every experiment's kernels through the Triton interpreter, and the plan), times
-each (wall clock), and writes the figures README and docs/verify.md quote, with the machine.
+Runs `python -m pytest -q` (the test suite, as CI runs it) and `python -m flopkb verify` (CPU
+checks of every experiment's kernels through the Triton interpreter, and the plan), times each
+(wall clock), and writes the figures docs/performance.md and docs/verify.md quote, with the
+machine.
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
 import os
@@ -21,7 +21,9 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import RESULTS, ROOT, parser, write_json
 
 
 def timed(cmd: list[str]) -> tuple[float, float, subprocess.CompletedProcess[str]]:
@@ -36,9 +38,7 @@ def timed(cmd: list[str]) -> tuple[float, float, subprocess.CompletedProcess[str
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "cpu_times.json")
-    args = parser.parse_args()
+    args = parser(__doc__, out=RESULTS / "cpu_times.json").parse_args()
     load_before = os.getloadavg()
     suite_cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     suite_s, suite_cpu, suite = timed(suite_cmd)
@@ -69,7 +69,7 @@ def main() -> None:
         "plan_s": round(plan_s, 1),
         "plan_cpu_s": round(plan_cpu, 1),
     }
-    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    write_json(args.out, result, indent=2)
     print(json.dumps(result, indent=2))
 
 

@@ -11,18 +11,14 @@ target), then times in-process, median of `--repeat` runs:
 
 Peer figure of the same run: the bare networkx cost of the graph's size (adding the same nodes and
 edges to an empty DiGraph, no KB access), the floor any networkx-based build pays.
-Writes bench/results/graph_scale.json with the figures, the machine and the command.
+Writes --out (default bench/results/graph_scale.json): the figures, the machine and the command.
 
-    python bench/graph_scale.py [--records 10000] [--repeat 5]
+    python bench/graph_scale.py [--records 10000] [--repeat 5] [--out PATH]
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
-import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -32,51 +28,30 @@ from typing import Any
 
 import networkx as nx
 
-REPO = Path(__file__).resolve().parent.parent
-RESULTS = REPO / "bench" / "results" / "graph_scale.json"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-
-def _generator() -> Any:
-    """bench/validate_scale.py as a module: its `build_kb` (clone generator) and `machine`."""
-    spec = importlib.util.spec_from_file_location(
-        "validate_scale", REPO / "bench" / "validate_scale.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _median(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    """Median wall time of `repeat` calls (and the last answer); CPU times go to CPU_TIMES."""
-    runs, cpu, out = [], [], None
-    for _ in range(repeat):
-        start, start_cpu = time.perf_counter(), time.process_time()
-        out = fn()
-        runs.append(time.perf_counter() - start)
-        cpu.append(time.process_time() - start_cpu)
-    CPU_TIMES.append(statistics.median(cpu))
-    return statistics.median(runs), out
-
+from bench.common import RESULTS, median_s, parser, sibling, write_json
 
 # Process CPU time of each `_median` call, in call order: on a shared machine wall time includes
 # waiting for a core, CPU time does not; both are reported.
 CPU_TIMES: list[float] = []
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--records", type=int, default=10_000)
-    parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args()
+def _median(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    """Median wall time of `repeat` calls (and the last answer); CPU times go to CPU_TIMES."""
+    wall, cpu, out = median_s(fn, repeat)
+    CPU_TIMES.append(cpu)
+    return wall, out
 
-    sys.path.insert(0, str(REPO))
+
+def main() -> None:
+    args = parser(__doc__, out=RESULTS / "graph_scale.json", repeat=5, records=10_000).parse_args()
     from flopkb.check.base import CheckContext
     from flopkb.check.graph import graph_checks
     from flopkb.graph import KBGraph, affects, status
     from flopkb.kb import load_kb
 
-    gen = _generator()
+    gen = sibling("validate_scale")
     with tempfile.TemporaryDirectory(prefix="flopkb-graph-scale-") as tmp:
         root = Path(tmp)
         written = gen.build_kb(root, args.records)
@@ -136,8 +111,7 @@ def main() -> None:
         "machine": gen.machine() | {"networkx": nx.__version__},
         "command": "python bench/graph_scale.py " + " ".join(sys.argv[1:]),
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2) + "\n")
+    write_json(args.out, result, indent=2)
     print(
         f"{written} records -> graph of {g.number_of_nodes()} nodes, {g.number_of_edges()} edges; "
         f"load_kb {load_s:.2f} s (not counted)\n"

@@ -1,4 +1,4 @@
-"""How long `flopkb validate` takes on worst-case records just under the size limit (issue 12).
+"""How long `flopkb validate` takes on worst-case records just under the size limit.
 
 Each case writes one hostile record (at most `budget.MAX_BYTES`) into a copy of the small valid
 KB of the tests and times `flopkb.validate.validate` on that KB in this process (best of
@@ -8,16 +8,14 @@ many findings, huge numbers, deep nesting, aliases, many claim rows, unresolved 
 inline suppression comments, rows of sized magnitudes over long prose, and a 1M-character id
 (each report's size in every format is recorded too).
 
-Target (README, "Resource budget"): any record under the size limit validates in well under a
-second. Writes bench/results/hostile_inputs.json with the figures, the machine and the command.
+Target (docs/performance.md): any record under the size limit validates in well under a second.
+Writes --out (default bench/results/hostile_inputs.json): the figures, the machine, the command.
 
     python bench/hostile_inputs.py [--repeat 3] [--out bench/results/hostile_inputs.json]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import shutil
 import sys
 import tempfile
@@ -26,15 +24,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from flopkb import budget  # noqa: E402
-from flopkb.report import FORMATTERS  # noqa: E402
-from flopkb.validate import validate  # noqa: E402
+from bench.common import RESULTS, ROOT, parser, sibling, write_json
+from flopkb import budget
+from flopkb.report import FORMATTERS
+from flopkb.validate import validate
 
-SMALL_KB = REPO / "tests" / "cases" / "valid" / "small-kb"
-RESULTS = REPO / "bench" / "results" / "hostile_inputs.json"
+SMALL_KB = ROOT / "tests" / "cases" / "valid" / "small-kb"
 LIMIT = budget.MAX_BYTES - 4096
 HEAD = "schema_version: 2\nkind: source\nsource_type: paper\ntitle: t\n"
 HISTORY = "history: [{date: 2026-11-30, by: bench, note: hostile}]\n"
@@ -257,23 +254,8 @@ def _compose_floor(data: bytes, repeat: int) -> float | None:
     return best
 
 
-def machine() -> dict[str, Any]:
-    """The fingerprint bench/validate_scale.py writes (one definition for both benches)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("validate_scale",
-                                                  Path(__file__).with_name("validate_scale.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.machine()
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    args = parser.parse_args()
+    args = parser(__doc__, out=RESULTS / "hostile_inputs.json", repeat=3).parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="flopkb-hostile-") as tmp:
         base = Path(tmp) / "base"
@@ -317,12 +299,12 @@ def main() -> None:
         "target_max_s": 1.0,
         "size_limit_bytes": budget.MAX_BYTES,
         "repeat": args.repeat,
-        "machine": machine(),
+        # the fingerprint bench/validate_scale.py writes (one definition for the CPU benches)
+        "machine": sibling("validate_scale").machine(),
         "command": " ".join(["python", "bench/hostile_inputs.py", *sys.argv[1:]]),
         "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(figures, indent=2) + "\n")
+    write_json(args.out, figures, indent=2)
     print(f"worst: {worst['case']} {worst['seconds']:.3f} s; wrote {args.out}")
 
 

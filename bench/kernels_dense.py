@@ -1,21 +1,18 @@
 """Dense and reduction kernels on one GPU: correctness on the timed inputs, then speed beside peers.
 
-    python bench/kernels_dense.py [--out DIR] [--quick]
+    python bench/kernels_dense.py [--out FILE] [--quick] [--only gemm,int8,...]
 
 In one run: measures the two ceilings (cuBLAS bf16 GEMM on 8192^3 random data; device-to-device
 copy bandwidth, bytes read + written), then for each bundled kernel checks its output on the
 timed inputs against a reference, times it and its peer with CUDA events (median, inputs rotated
 where one set would sit in L2) and reports achieved TFLOP/s or GB/s and the fraction of the
-roofline floor max(FLOPs / peak, bytes / bandwidth) reached. Writes `dense_<gpu>.json` to --out
-(default $OUT, else bench/results) and prints a table last. A section that fails is recorded as an
-error and the run goes on; a kernel whose check fails is never timed.
+roofline floor max(FLOPs / peak, bytes / bandwidth) reached. Writes JSON to --out (default
+`dense_<gpu>.json` in $OUT, else in bench/results) and prints a table last. A section that fails
+is recorded as an error and the run goes on; a kernel whose check fails is never timed.
 """
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
-import json
 import math
 import os
 import sys
@@ -28,6 +25,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.common import RESULTS, header, parser, write_json
 from flopkb.kernelpkg import load_op
 from flopkb.verify.machine import fingerprint
 from flopkb.verify.timing import Timing, time_cuda
@@ -437,11 +435,9 @@ def print_table(ceilings: dict[str, float], errors: dict[str, str]) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
-    parser.add_argument("--only", default="", help="comma-separated sections to run")
-    args = parser.parse_args()
+    ap = parser(__doc__, quick=True)
+    ap.add_argument("--only", default="", help="comma-separated sections to run")
+    args = ap.parse_args()
     if not torch.cuda.is_available():
         print("kernels_dense: needs a CUDA GPU", file=sys.stderr)
         return 2
@@ -457,20 +453,19 @@ def main() -> int:
     for name, fn in sections.items():
         if not only or name in only:
             section(name, lambda fn=fn: fn(ceilings, size), errors)
-    out_dir = args.out or Path(os.environ.get("OUT") or Path(__file__).parent / "results")
-    out_dir.mkdir(parents=True, exist_ok=True)
     gpu = (machine.get("gpu") or "gpu").lower().replace("nvidia ", "").replace(" ", "-")
+    # without --out: $OUT (the device machine's folder that comes back) or bench/results/
+    path = args.out or Path(os.environ.get("OUT") or RESULTS) / f"dense_{gpu}.json"
+    started = header()
     result = {
-        "benchmark": "kernels_dense", "command": sys.argv,
-        "timestamp": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "machine": machine, "quick": args.quick,
+        "benchmark": "kernels_dense", "command": started["command"],
+        "timestamp": started["started"], "machine": machine, "quick": args.quick,
         "ceilings": {"bf16_tflops": ceilings["bf16_flops"] / 1e12,
                      "copy_gbs": ceilings["copy_bytes_per_s"] / 1e9},
         "best_gemm_schedule": BEST_SCHEDULE,
         "results": ROWS, "errors": errors,
     }
-    path = out_dir / f"dense_{gpu}.json"
-    path.write_text(json.dumps(result, indent=1, default=str) + "\n")
+    write_json(path, result)
     print_table(ceilings, errors)
     print(f"wrote {path}")
     return 1 if errors else 0

@@ -34,9 +34,7 @@ is rewritten after every shape.
 
 from __future__ import annotations
 
-import argparse
 import importlib
-import json
 import math
 import os
 import statistics
@@ -47,8 +45,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import comma_list, device_of, header, parser, unknown, write_json
 
 NAMES = ("u", "delta", "A", "Bm", "Cm", "Dskip", "delta_bias")
 BOUND = 1e-2
@@ -308,54 +307,45 @@ def ratios(entries: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__, rounds=3, smoke=True)
     ap.add_argument("--mamba-ext", default=None, help="folder with the compiled extension")
     ap.add_argument("--mamba-module", default="selective_scan_cuda")
-    ap.add_argument("--out", type=Path, default=None)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--dims", default=None, help="comma-separated D values")
-    ap.add_argument("--dstates", default=None, help="comma-separated N values")
+    ap.add_argument("--dims", default="", help="comma-separated D values")
+    ap.add_argument("--dstates", default="", help="comma-separated N values")
     ap.add_argument("--calls", default="plain,layer")
-    ap.add_argument("--fwd-variants", default=None, help="FORWARD_VARIANTS names (default all)")
-    ap.add_argument("--bwd-variants", default=None, help="BACKWARD_VARIANTS names (default all)")
-    ap.add_argument("--smoke", action="store_true", help="CPU, TRITON_INTERPRET=1, tiny sizes")
+    ap.add_argument("--fwd-variants", default="", help="FORWARD_VARIANTS names (default all)")
+    ap.add_argument("--bwd-variants", default="", help="BACKWARD_VARIANTS names (default all)")
     ap.add_argument("--family", choices=sorted(FAMILIES), default="b8",
                     help="b8: B=8, T=4096; paper: B=1, D=1024, N=16, T=2^9..2^19 (App. E.5)")
     args = ap.parse_args(argv)
-    if args.smoke:
-        os.environ.setdefault("TRITON_INTERPRET", "1")
+    args.device = device_of(args, "kernels_scan_bwd.py")
+    if args.device is None:
+        return 2
     import torch
 
     from flopkb.kernelpkg import load_op
     from flopkb.verify.machine import fingerprint
 
-    if not args.smoke and not torch.cuda.is_available():
-        print("bench/kernels_scan_bwd.py needs a CUDA GPU (or --smoke)", file=sys.stderr)
-        return 2
-    args.device = "cpu" if args.smoke else "cuda"
     if args.out is None and os.environ.get("OUT") and not args.smoke:
         # On the lent GPU machine, files under $OUT come back to the caller.
         args.out = Path(os.environ["OUT"]) / "scan_bwd.json"
     sizes = SMOKE[args.family] if args.smoke else FAMILIES[args.family]
-    dims = [int(x) for x in args.dims.split(",")] if args.dims else sizes["dims"]
-    dstates = [int(x) for x in args.dstates.split(",")] if args.dstates else sizes["dstates"]
+    dims = comma_list(args.dims, int, sizes["dims"])
+    dstates = comma_list(args.dstates, int, sizes["dstates"])
     mods = (load_op("selective_scan", "scan"), load_op("selective_scan", "backward"),
             load_op("selective_scan", "reference"), load_op("selective_scan", "cost"))
-    args.fwd_variants = (args.fwd_variants.split(",") if args.fwd_variants
-                         else list(mods[0].FORWARD_VARIANTS))
-    args.bwd_variants = (args.bwd_variants.split(",") if args.bwd_variants
-                         else list(mods[1].BACKWARD_VARIANTS))
-    unknown = (set(args.fwd_variants) - set(mods[0].FORWARD_VARIANTS)) | (
-        set(args.bwd_variants) - set(mods[1].BACKWARD_VARIANTS))
-    if unknown:
-        print(f"unknown variants: {sorted(unknown)}", file=sys.stderr)
+    args.fwd_variants = comma_list(args.fwd_variants, str, mods[0].FORWARD_VARIANTS)
+    args.bwd_variants = comma_list(args.bwd_variants, str, mods[1].BACKWARD_VARIANTS)
+    error = (unknown(args.fwd_variants, mods[0].FORWARD_VARIANTS, "forward variants")
+             or unknown(args.bwd_variants, mods[1].BACKWARD_VARIANTS, "backward variants"))
+    if error:
+        print(error, file=sys.stderr)
         return 2
     ext, peer_note = load_mamba(args.mamba_ext, args.mamba_module)
     log(f"peer: {peer_note}")
     result: dict[str, Any] = {
-        "machine": fingerprint(), "command": " ".join([sys.executable, *sys.argv]),
+        "machine": fingerprint(), **header(),
         "argv": argv if argv is not None else sys.argv[1:], "peer": peer_note,
-        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "rounds": args.rounds, "bound": BOUND, "family": args.family, "shapes": [],
     }
     torch.manual_seed(0)
@@ -377,12 +367,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def write(path: Path | None, result: dict[str, Any]) -> None:
-    if path is None:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result, indent=1, default=str))
-    tmp.replace(path)
+    if path is not None:
+        write_json(path, result)
 
 
 if __name__ == "__main__":

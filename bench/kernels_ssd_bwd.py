@@ -13,7 +13,7 @@ bf16 bound): a wrong or failing implementation is recorded and not timed. Then t
 alike), three passes each: the autograd forward (inputs require grad, so what the backward needs
 is saved), the backward alone (`torch.autograd.grad` on a kept graph) and forward+backward.
 Each figure is the median of the per-round medians. On the GPU the cuBLAS bf16 and copy ceilings
-are measured first (as in bench/kernels_ssm.py) and every timed row gets its fraction of the
+are measured first (`bench.common.measure_ceilings`) and every timed row gets its fraction of the
 roofline per pass (kernels/ssd/cost.py: useful FLOPs and fewest bytes, at the row's chunk).
 
 Implementations: every entry of `backward.VARIANTS` (ours), mamba_ssm's
@@ -26,11 +26,8 @@ every timing) to --out after every shape, atomically.
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
 import json
 import math
-import os
 import statistics
 import sys
 import time
@@ -39,8 +36,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import (
+    REQUIRED,
+    comma_list,
+    device_of,
+    header,
+    measure_ceilings,
+    parser,
+    unknown,
+    write_json,
+)
 
 PASSES = ("fwd", "bwd", "fwd_bwd")
 GRAD_NAMES = ("x", "dt", "A", "B", "C", "D")
@@ -57,13 +64,6 @@ def log(msg: str) -> None:
     print(msg, flush=True)
 
 
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1, default=str))
-    tmp.replace(path)
-
-
 def rel_err(got: Any, ref: Any) -> float:
     import torch
 
@@ -75,7 +75,7 @@ def rel_err(got: Any, ref: Any) -> float:
 
 def make_inputs(device: str, dtype: Any, batch: int, steps: int, heads: int, p: int,
                 groups: int, n: int) -> list[Any]:
-    """x, dt, A, B, C, D as in bench/kernels_ssm.py (dt log-uniform in [1e-3, 1e-1], A in
+    """x, dt, A, B, C, D as Mamba-2 initialises them (dt log-uniform in [1e-3, 1e-1], A in
     [-16, -1]) plus D ~ N(0, 1) fp32."""
     import torch
 
@@ -303,7 +303,7 @@ def bench_shape(shape: dict[str, Any], impls: list[Impl], not_run: list[dict[str
             row["timing"][ps]["median_ms"] = statistics.median(meds)
         log(f"  {row['name']}: " + ", ".join(
             f"{ps} {row['timing'][ps]['median_ms']:.3f} ms" for ps in row["timing"]))
-    # Useful work at the row's chunk; peers without one (fla) at 256, like bench/kernels_ssm.py.
+    # Useful work at the row's chunk; peers without one (fla) at 256.
     chunk_of = {r["name"]: r.get("config", {}).get("chunk_size") or r.get("chunk_size") or 256
                 for r in rows.values()}
     out = {"shape": shape, "rows": list(rows.values()), "reference": {
@@ -329,15 +329,6 @@ def cost_entry(cost: Any, shape: dict[str, Any], chunk: int) -> dict[str, int]:
                                          bc_bytes=x_bytes, has_d=True),
         "saved_bytes": cost.saved_bytes(*dims, chunk, groups=shape["G"], x_bytes=x_bytes),
     }
-
-
-def measure_ceilings() -> dict[str, Any]:
-    """cuBLAS bf16 8192^3 TFLOP/s and device copy GB/s, measured as bench/kernels_ssm.py does."""
-    spec = importlib.util.spec_from_file_location("kernels_ssm", Path(__file__).with_name(
-        "kernels_ssm.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.measure_ceilings(quick=True)
 
 
 def roofline(costs: dict[str, int], timing: dict[str, Any], ceil: dict[str, Any]) -> dict:
@@ -377,58 +368,49 @@ def ratios(rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--reps", type=int, default=20, help="timed repetitions per pass and round")
+    ap = parser(__doc__, out=REQUIRED, rounds=3, reps=20, smoke=True)
     ap.add_argument("--variants", default="", help="comma list of VARIANTS names (default all)")
     ap.add_argument("--dstates", default="", help="comma list of N (default 64,128)")
     ap.add_argument("--steps", default="", help="comma list of T (default 2048,4096,16384)")
     ap.add_argument("--mamba-chunk", type=int, default=256)
     ap.add_argument("--bound", type=float, default=BF16_BOUND,
                     help="largest ||g - ref|| / ||ref|| a timed implementation may show")
-    ap.add_argument("--smoke", action="store_true",
-                    help="tiny sizes on the CPU through TRITON_INTERPRET=1 (tests the script)")
     args = ap.parse_args(argv)
-    if args.smoke:
-        # Must precede the first triton import (the fingerprint imports it).
-        os.environ["TRITON_INTERPRET"] = "1"
+    # before the first triton import (the fingerprint imports it)
+    device = device_of(args, "kernels_ssd_bwd.py")
+    if device is None:
+        return 2
+    on_gpu = device == "cuda"
     import torch
 
     from flopkb.kernelpkg import load_op
     from flopkb.verify.machine import fingerprint
 
-    on_gpu = torch.cuda.is_available() and not args.smoke
-    if not on_gpu and not args.smoke:
-        print("bench/kernels_ssd_bwd.py needs a CUDA GPU (or --smoke)", file=sys.stderr)
-        return 2
     sizes = SMOKE if args.smoke else FULL
     backward = load_op("ssd", "backward")
     cost = load_op("ssd", "cost")
     reference = load_op("ssd", "reference")
-    names = [v for v in args.variants.split(",") if v] or list(backward.VARIANTS)
-    unknown = [v for v in names if v not in backward.VARIANTS]
-    if unknown:
-        print(f"unknown variants {unknown}; known: {list(backward.VARIANTS)}", file=sys.stderr)
+    names = comma_list(args.variants, str, backward.VARIANTS)
+    error = unknown(names, backward.VARIANTS, "variants")
+    if error:
+        print(error, file=sys.stderr)
         return 2
-    dstates = [int(v) for v in args.dstates.split(",") if v] or list(sizes["dstates"])
-    steps_list = [int(v) for v in args.steps.split(",") if v] or list(sizes["steps"])
+    dstates = comma_list(args.dstates, int, sizes["dstates"])
+    steps_list = comma_list(args.steps, int, sizes["steps"])
     impls = our_impls(backward, names)
     peers, not_run = peer_impls(args.mamba_chunk)
     impls += peers
     results: dict[str, Any] = {
-        "machine": fingerprint(), "command": " ".join([sys.executable, *sys.argv]),
-        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "smoke": args.smoke,
+        "machine": fingerprint(), **header(), "smoke": args.smoke,
         "rounds": args.rounds, "reps": args.reps, "variants": {
             n: backward.VARIANTS[n] for n in names}, "shapes": [],
     }
     log(f"implementations: {[i.name for i in impls]}; not run: {not_run}")
     started = time.time()
     # The roofline needs measured ceilings, so only on the GPU (the smoke run has none).
-    ceil = measure_ceilings() if on_gpu else None
+    ceil = measure_ceilings(quick=True) if on_gpu else None
     results["ceilings"] = ceil
     dtype = torch.float32 if args.smoke else torch.bfloat16
-    device = "cuda" if on_gpu else "cpu"
     for n in dstates:
         for steps in steps_list:
             batch = max(1, sizes["tokens"] // steps)

@@ -24,10 +24,7 @@ fingerprint, command, every timing) to --out after every shape, atomically.
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
 import json
-import os
 import statistics
 import sys
 import time
@@ -35,8 +32,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import (
+    REQUIRED,
+    comma_list,
+    device_of,
+    header,
+    measure_ceilings,
+    parser,
+    sibling,
+    unknown,
+    write_json,
+)
 
 BF16_BOUND = 3e-2
 FULL = {"tokens": 32 * 1024, "heads": 32, "headdim": 64, "groups": 1,
@@ -58,16 +66,9 @@ CONFIGS: dict[str, tuple[int, int, int, int]] = {
 SMOKE_CONFIGS = ("q64", "q128_bm32")
 
 
-def _sibling(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-# the training-step bench's helpers: the same logging, atomic JSON and error norm
-_BWD = _sibling("kernels_ssd_bwd")
-log, write_json, rel_err = _BWD.log, _BWD.write_json, _BWD.rel_err
+# the training-step bench's helpers: the same logging and error norm
+_BWD = sibling("kernels_ssd_bwd")
+log, rel_err = _BWD.log, _BWD.rel_err
 
 
 def fla_map(x: Any, dt: Any, A: Any, Bm: Any, Cm: Any) -> tuple[Any, Any, Any, Any]:
@@ -307,33 +308,25 @@ def summarize_shape(rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--reps", type=int, default=20)
+    ap = parser(__doc__, out=REQUIRED, rounds=3, reps=20, smoke=True)
     ap.add_argument("--configs", default="", help="comma list of CONFIGS names (default all)")
-    ap.add_argument("--dstates", default="")
-    ap.add_argument("--steps", default="")
-    ap.add_argument("--smoke", action="store_true",
-                    help="tiny sizes on the CPU through TRITON_INTERPRET=1 (tests the script)")
+    ap.add_argument("--dstates", default="", help="comma list of N")
+    ap.add_argument("--steps", default="", help="comma list of T")
     args = ap.parse_args(argv)
-    if args.smoke:
-        os.environ["TRITON_INTERPRET"] = "1"
+    device = device_of(args, "kernels_ssd_fwd.py")
+    if device is None:
+        return 2
+    on_gpu = device == "cuda"
     import torch
 
     from flopkb.kernelpkg import load_op
     from flopkb.verify.machine import fingerprint
 
-    on_gpu = torch.cuda.is_available() and not args.smoke
-    if not on_gpu and not args.smoke:
-        print("bench/kernels_ssd_fwd.py needs a CUDA GPU (or --smoke)", file=sys.stderr)
-        return 2
     sizes = SMOKE if args.smoke else FULL
-    names = [c for c in args.configs.split(",") if c] or (
-        list(SMOKE_CONFIGS) if args.smoke else list(CONFIGS))
-    unknown = [c for c in names if c not in CONFIGS]
-    if unknown:
-        print(f"unknown configs {unknown}; known: {list(CONFIGS)}", file=sys.stderr)
+    names = comma_list(args.configs, str, SMOKE_CONFIGS if args.smoke else CONFIGS)
+    error = unknown(names, CONFIGS, "configs")
+    if error:
+        print(error, file=sys.stderr)
         return 2
     chunked = load_op("ssd", "chunked")
     backward = load_op("ssd", "backward")
@@ -346,18 +339,16 @@ def main(argv: list[str] | None = None) -> int:
         else:
             impls.append(impl)
     results: dict[str, Any] = {
-        "machine": fingerprint(), "command": " ".join([sys.executable, *sys.argv]),
-        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "smoke": args.smoke,
+        "machine": fingerprint(), **header(), "smoke": args.smoke,
         "rounds": args.rounds, "reps": args.reps, "configs": {n: CONFIGS[n] for n in names},
         "not_run": not_run, "shapes": [],
     }
     log(f"implementations: {[i.name for i in impls]}; not run: {not_run}")
     started = time.time()
-    results["ceilings"] = _sibling("kernels_ssm").measure_ceilings(quick=True) if on_gpu else None
+    results["ceilings"] = measure_ceilings(quick=True) if on_gpu else None
     dtype = torch.float32 if args.smoke else torch.bfloat16
-    device = "cuda" if on_gpu else "cpu"
-    dstates = [int(v) for v in args.dstates.split(",") if v] or list(sizes["dstates"])
-    steps_list = [int(v) for v in args.steps.split(",") if v] or list(sizes["steps"])
+    dstates = comma_list(args.dstates, int, sizes["dstates"])
+    steps_list = comma_list(args.steps, int, sizes["steps"])
     for n in dstates:
         for steps in steps_list:
             shape = {"B": max(1, sizes["tokens"] // steps), "T": steps, "H": sizes["heads"],

@@ -20,9 +20,6 @@ $OUT/reduction_levels_<gpu>.json when $OUT is set, else bench/results/) and prin
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
-import json
 import math
 import os
 import statistics
@@ -37,6 +34,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.common import RESULTS, header, parser, write_json
 from flopkb.kernelpkg import load_op
 from flopkb.verify.machine import fingerprint
 from flopkb.verify.timing import Timing, time_cuda
@@ -167,16 +165,13 @@ def table(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=None, help="JSON file to write")
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (>= 3)")
-    parser.add_argument("--repeats", type=int, default=100, help="runs per distinct count")
-    parser.add_argument("--quick", action="store_true", help="1M and 16M only (smoke run)")
-    parser.add_argument("--probe-graph", action="store_true",
-                        help="finally try to capture CUB's call in a CUDA graph")
-    args = parser.parse_args()
+    ap = parser(__doc__, rounds=3, quick=True)
+    ap.add_argument("--repeats", type=int, default=100, help="runs per distinct count")
+    ap.add_argument("--probe-graph", action="store_true",
+                    help="finally try to capture CUB's call in a CUDA graph")
+    args = ap.parse_args()
     if args.rounds < 3:
-        parser.error(f"expected --rounds >= 3, got {args.rounds}")
+        ap.error(f"expected --rounds >= 3, got {args.rounds}")
     if not torch.cuda.is_available():
         print("reduction_levels: needs a CUDA GPU", file=sys.stderr)
         return 2
@@ -189,15 +184,13 @@ def main() -> int:
         return 2
     build_s = time.monotonic() - started
     gpu = (machine.get("gpu") or "gpu").lower().replace("nvidia ", "").replace(" ", "-")
-    default_dir = Path(os.environ["OUT"]) if os.environ.get("OUT") else Path(__file__).parent / \
-        "results"
-    path = args.out or default_dir / f"reduction_levels_{gpu}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = args.out or Path(os.environ.get("OUT") or RESULTS) / f"reduction_levels_{gpu}.json"
     l2 = int(machine.get("l2_cache_bytes") or 50 * 2**20)
+    begun = header()
     result: dict[str, Any] = {
-        "benchmark": "reduction_levels", "command": sys.argv,
-        "timestamp": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "machine": machine, "cub": lib.description, "cub_version": lib.cub_version,
+        "benchmark": "reduction_levels", "command": begun["command"],
+        "timestamp": begun["started"], "machine": machine, "cub": lib.description,
+        "cub_version": lib.cub_version,
         "build_or_load_s": round(build_s, 1), "rounds": args.rounds, "repeats": args.repeats,
         "method": "device events around each call, median of round medians; ours also as "
                   "CUDA-graph replays", "rows": [], "errors": {}}
@@ -207,10 +200,10 @@ def main() -> int:
         except Exception as exc:  # one size failing (memory) must not lose the others
             traceback.print_exc()
             result["errors"][str(n)] = f"{type(exc).__name__}: {exc}"
-        path.write_text(json.dumps(result, indent=1, default=str) + "\n")
+        write_json(path, result)
     if args.probe_graph:
         result["graph_probe"] = probe_graph(lib)
-        path.write_text(json.dumps(result, indent=1, default=str) + "\n")
+        write_json(path, result)
     print(f"{lib.description}\n{machine.get('gpu')}, {args.rounds} rounds, events")
     print("\n".join(table(result["rows"])))
     print(f"wrote {path}")

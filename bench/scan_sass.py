@@ -8,23 +8,21 @@ become constants, integers and pointers divisible by 16 are marked so). Per kern
 this counts SASS instructions of the whole kernel (the time loop dominates): MUFU.EX2 (special-
 function unit), FFMA/FMUL/FADD, SHFL, BAR (barriers, each layout conversion through shared memory
 has some), LDG/STG, and reads the registers per thread and spills. It explains where time can go;
-it measures nothing (README's figures about time come from bench/kernels_*.py on the GPU).
+it measures nothing (the timings come from bench/kernels_*.py on the GPU).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import re
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import header, parser, write_json
 
 OPS = ("MUFU.EX2", "MUFU.LG2", "FFMA", "FMUL", "FADD", "SHFL", "BAR", "STS", "LDS", "LDG", "STG",
        "REDG", "ATOMG")
@@ -101,9 +99,8 @@ def configurations(scan, bwd) -> list[tuple[str, Any, dict, dict, int]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__)
     ap.add_argument("--arch", type=int, default=90, help="compute capability, e.g. 80, 89, 90")
-    ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     import triton
 
@@ -111,9 +108,9 @@ def main(argv: list[str] | None = None) -> int:
 
     scan, bwd = load_op("selective_scan", "scan"), load_op("selective_scan", "backward")
     result: dict[str, Any] = {
-        "command": " ".join([sys.executable, *sys.argv]), "arch": f"sm_{args.arch}",
+        **header(), "arch": f"sm_{args.arch}",
         "triton": triton.__version__, "shape": {"D": [s[0] for s in SHAPES], "T": T},
-        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "kernels": {},
+        "kernels": {},
     }
     for name, kern, kargs, consts, warps in configurations(scan, bwd):
         entry = compile_counts(kern, kargs, consts, warps, args.arch)
@@ -123,10 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:55s} regs {entry['registers']:3d} spill {entry['spill_bytes']} {counts}",
               flush=True)
     if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = args.out.with_suffix(".tmp")
-        tmp.write_text(json.dumps(result, indent=1))
-        tmp.replace(args.out)
+        write_json(args.out, result)
     return 0
 
 

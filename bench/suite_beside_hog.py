@@ -6,19 +6,22 @@
 Each DIR is one attempt (three runs of .ci/run at one commit beside a CPU hog): its summary.txt
 gives the commit, each run's exit status, wall time and pytest's last line; its logs give the
 names of the tests that failed. The machine is this one (where the runs were made). --append keeps
-the attempts already in the output (an earlier session's folders are gone with its machine), each
-with the machine it ran on.
+the attempts already in the output (the folders of earlier attempts may be gone with their machine),
+each with the machine it ran on.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
 import re
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import RESULTS, parser, write_json
 
 RUN = re.compile(r"run (\d+) rc (\d+) wall (\d+) s: =* (.*?) =*$")
 
@@ -39,12 +42,10 @@ def attempt(folder: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__, out=RESULTS / "suite_beside_hog.json")
     ap.add_argument("dirs", nargs="+", type=Path)
     ap.add_argument("--note", action="append", default=[],
                     help="DIR=TEXT: what else ran beside that attempt (repeatable)")
-    ap.add_argument("--out", type=Path,
-                    default=Path(__file__).resolve().parent / "results" / "suite_beside_hog.json")
     ap.add_argument("--append", action="store_true",
                     help="keep the attempts already in --out and add these after them")
     args = ap.parse_args(argv)
@@ -67,9 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         kept = [{**a, "machine": a.get("machine", old.get("machine"))}
                 for a in old.get("attempts", []) if (a["commit"], a["started"]) not in new]
         data["attempts"] = kept + data["attempts"]
-    tmp = args.out.with_name(args.out.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    tmp.replace(args.out)
+    write_json(args.out, data)
     return 0
 
 

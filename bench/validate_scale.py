@@ -11,21 +11,20 @@ bundled one), then times, in one run and as subprocesses (interpreter start-up i
 (b) is also timed with FLOPKB_WORKERS=1 (one process, no pool), and CPU time is recorded beside
 wall time: on a busy machine the wall figures move, the CPU figures much less.
 
-A second KB holds class records only (issue 12): 10,000 clones of the bundled class records, with
+A second KB holds class records only: 10,000 clones of the bundled class records, with
 the bundled accelerators, quantities and sources they reference and no evidence (evidence files
 are number-heavy, where flopkb's own value builder beats PyYAML's constructor and flatters the
 ratio). There the bench times (a0) the bare `yaml.compose` of the files (libyaml's node tree, no
 values), (a) the `yaml.load(CSafeLoader)` floor and (b) `flopkb validate`.
 
-Targets: (b) <= 1.5 x (a) on both KBs (issues 2 and 12), and (b) >= 10 x faster than (c).
-Writes bench/results/validate_scale.json with the figures, the machine and the command.
+Targets: (b) <= 1.5 x (a) on both KBs, and (b) >= 10 x faster than (c).
+Writes --out (default bench/results/validate_scale.json): the figures, machine and command.
 
     python bench/validate_scale.py [--records 10000] [--repeat 3] [--skip-peer] [--classes-only]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -42,8 +41,11 @@ from typing import Any
 
 import yaml
 
-REPO = Path(__file__).resolve().parent.parent
-RESULTS = REPO / "bench" / "results" / "validate_scale.json"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import RESULTS, parser, write_json
+
+REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "schema" / "record.schema.json"
 FLOOR = (
     "import pathlib, sys, yaml\n"
@@ -302,20 +304,15 @@ def classes_only(n_classes: int, repeat: int) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=10_000)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--skip-peer", action="store_true", help="do not run check-jsonschema")
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    parser.add_argument(
-        "--classes-only", action="store_true",
-        help="time only the class-only KB; keep the mixed KB's figures already in --out",
-    )  # fmt: skip
-    args = parser.parse_args()
+    ap = parser(__doc__, out=RESULTS / "validate_scale.json", repeat=3, records=10_000)
+    ap.add_argument("--skip-peer", action="store_true", help="do not run check-jsonschema")
+    ap.add_argument("--classes-only", action="store_true",
+                    help="time only the class-only KB; keep the other figures already in --out")
+    args = ap.parse_args()
     if args.classes_only:
         previous = json.loads(args.out.read_text()) if args.out.exists() else {}
         previous["classes_only"] = classes_only(args.records, args.repeat)
-        args.out.write_text(json.dumps(previous, indent=2) + "\n")
+        write_json(args.out, previous, indent=2)
         print(f"wrote {args.out}")
         return
 
@@ -367,8 +364,7 @@ def main() -> None:
         "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "classes_only": classes_only(args.records, args.repeat),
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(figures, indent=2) + "\n")
+    write_json(args.out, figures, indent=2)
     c = f"{figures['c_check_jsonschema_s']:.2f} s" if peer else "skipped"
     print(f"{n} records on {figures['machine']['cpu_count']} CPUs")
     print(f"(a) libyaml parse (floor)   {figures['a_libyaml_parse_s']:.2f} s")

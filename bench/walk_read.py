@@ -10,50 +10,29 @@ Builds the KB with the clone generator of bench/validate_scale.py, then times, m
       it replaced (a buffered read of 1 MiB + 1 allocates that much for every small file);
   (c) `walk_records(Path("/"))`: the bounded walk of a whole filesystem (stops at its bound).
 
-Writes bench/results/walk_read.json with the figures, the machine and the command.
+Writes --out (default bench/results/walk_read.json): the figures, the machine and the command.
 
-    python bench/walk_read.py [--records 10000] [--repeat 5]
+    python bench/walk_read.py [--records 10000] [--repeat 5] [--out PATH]
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
-import json
 import os
-import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-RESULTS = REPO / "bench" / "results" / "walk_read.json"
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from flopkb.load.safefile import read_regular  # noqa: E402
-from flopkb.load.walk import RECORD_SUFFIXES, walk_records  # noqa: E402
-
-
-def _generator() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "validate_scale", REPO / "bench" / "validate_scale.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from bench.common import RESULTS, median_s, parser, sibling, write_json
+from flopkb.load.safefile import read_regular
+from flopkb.load.walk import RECORD_SUFFIXES, walk_records
 
 
 def _median(fn: Callable[[], Any], repeat: int) -> float:
-    runs = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        runs.append(time.perf_counter() - start)
-    return statistics.median(runs)
+    return median_s(fn, repeat)[0]
 
 
 def _os_walk(base: str) -> list[Path]:
@@ -76,11 +55,8 @@ def _guarded_read(paths: list[Path]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=10_000)
-    parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args()
-    gen = _generator()
+    args = parser(__doc__, out=RESULTS / "walk_read.json", repeat=5, records=10_000).parse_args()
+    gen = sibling("validate_scale")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         gen.build_kb(root, args.records)
@@ -105,8 +81,7 @@ def main() -> None:
         "machine": gen.machine(),
         "command": " ".join(["python", *sys.argv]),
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    write_json(args.out, result, indent=2)
     print(
         f"{len(files)} records: walk_records {listing:.3f} s (os.walk {listing_peer:.3f} s); "
         f"read_regular {reading:.3f} s (plain open+read {reading_peer:.3f} s, "

@@ -21,7 +21,7 @@ URL = "<flopkb-git-url>"
 def readme_git_installs() -> list[list[str]]:
     """The `pip install ... git+<flopkb-git-url>` lines of README's install block, as argv."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = text.split("**Install.**", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    block = text.split("## Install", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
     lines = [ln.split("#", 1)[0].strip() for ln in block.splitlines()]
     return [shlex.split(ln) for ln in lines if ln.startswith("pip install") and f"git+{URL}" in ln]
 

@@ -1,4 +1,4 @@
-"""`list_claims`: the DESIGN shape, filters, and the latest verdict per part from evidence."""
+"""`list_claims`: the JSON shape docs/kb.md gives, filters, the latest verdict per part."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The graph has exactly the nodes and edges DESIGN describes, on the fixture KB."""
+"""The graph has exactly the nodes and edges docs/graph.md lists, on the fixture KB."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The bundled KB holds every claim of CLAIMS.md with an honest basis, and validates clean."""
+"""The bundled KB holds every claim of the starting material (A1-D4) with an honest basis, and
+validates clean."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from flopkb.paths import bundled_root
 from flopkb.validate import validate
 from flopkb.verify.machine import match_accelerator
 
-# CLAIMS.md id -> the rows that carry it, with the basis each must have.
+# claim label (A1-D4) -> the rows that carry it, with the basis each must have.
 CLAIMS: dict[str, list[tuple[str, str]]] = {
     "A1": [("selective-ssm-scan/scan-misses-tensor-cores", "measured")],
     "A2": [("mamba2-ssd/ssd-vs-fused-scan", "cited")],

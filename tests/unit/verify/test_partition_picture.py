@@ -1,5 +1,5 @@
 """D2's simulation has a picture: the bit pattern each simulated SM count's partition gave, per
-input (the committed evidence's rows, redrawn by bench/replot_evidence.py)."""
+input (the committed evidence's rows, redrawn by tools/replot_evidence.py)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def test_patterns_number_the_bit_patterns_per_input() -> None:
 
 def _replot() -> Any:
     spec = importlib.util.spec_from_file_location(
-        "replot_evidence", ROOT / "bench/replot_evidence.py"
+        "replot_evidence", ROOT / "tools/replot_evidence.py"
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -38,5 +38,5 @@ def test_the_committed_d2_evidence_is_drawn(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     [written] = _replot().replot([D2], tmp_path)
     assert written.name == D2.stem + ".png" and written.read_bytes()[:4] == b"\x89PNG"
-    # and the picture is committed beside it, as README says of every evidence record
+    # and the picture is committed beside it, as docs/results.md says of every evidence record
     assert (D2.parent / written.name).is_file()

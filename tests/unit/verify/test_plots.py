@@ -137,7 +137,7 @@ def test_svg_text_is_searchable(tmp_path: Path) -> None:
 
 def _replot_module() -> Any:
     spec = importlib.util.spec_from_file_location("replot_evidence",
-                                                  ROOT / "bench" / "replot_evidence.py")
+                                                  ROOT / "tools" / "replot_evidence.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -2,8 +2,8 @@
 # The final `flopkb verify --gpu --impl all` on a lent GPU machine (the device tool), run from the
 # repository root with .peers/ and .whl/ carried. Peers are installed into /tmp/site only; the
 # evidence is written to records/evidence there and comes back as one tarball under $OUT.
-#   bash bench/device/final_verify.sh            # verify --impl all
-#   bash bench/device/final_verify.sh portable   # verify --portable --memory-budget 24 (4090-sized)
+#   bash tools/device/final_verify.sh            # verify --impl all
+#   bash tools/device/final_verify.sh portable   # verify --portable --memory-budget 24 (4090-sized)
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
   --target /tmp/site .whl/*.whl .peers/fla_core-*.whl .peers/mamba_ssm-*-py3-none-any.whl \

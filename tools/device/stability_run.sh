@@ -3,7 +3,7 @@
 # process of its own, for the run-to-run agreement table, then optionally the SSD forward bench
 # with whatever time is left. Run from the repository root on a lent GPU machine (the device
 # tool) with .whl/ and .peers/ carried:
-#   bash bench/device/stability_run.sh RUN_ID [BUDGET_S] [EXTRA...]
+#   bash tools/device/stability_run.sh RUN_ID [BUDGET_S] [EXTRA...]
 # RUN_ID names the evidence tarball ($OUT/evidence_RUN_ID.tgz) and the verify JSON/log; BUDGET_S
 # (default 560) bounds the whole script; EXTRA steps run after verify while time is left:
 #   fwd      bench/kernels_ssd_fwd.py (its arguments from $FWD_ARGS)

@@ -1,6 +1,6 @@
 """Re-draw the picture of committed evidence records, without a GPU.
 
-    python bench/replot_evidence.py [EVIDENCE.yaml ...] [--out DIR]
+    python tools/replot_evidence.py [EVIDENCE.yaml ...] [--out DIR]
 
 Draws each record's claim picture with `flopkb.verify.plots` into --out (default /tmp/flopkb-plots),
 never beside the record: committed pictures belong to the GPU run that wrote them. Evidence written
