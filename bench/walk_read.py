@@ -3,7 +3,7 @@
 Builds the KB with the clone generator of bench/validate_scale.py, then times, median of
 `--repeat` runs, files warm in the page cache:
 
-  (a) listing: `flopkb.walk.walk_records` beside the `os.walk` + suffix filter + `Path` list it
+  (a) listing: `flopkb.load.walk.walk_records` beside the `os.walk` + suffix filter + `Path` list it
       replaced (the old `record_files`);
   (b) reading every file found: `flopkb.load.safefile.read_regular` (lstat, open with O_NOFOLLOW
       and O_NONBLOCK, fstat, reads sized by the file) beside the `open(path, "rb").read(limit)`
@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import RESULTS, median_s, parser, sibling, write_json
 from flopkb.load.safefile import read_regular
-from flopkb.walk import RECORD_SUFFIXES, walk_records
+from flopkb.load.walk import RECORD_SUFFIXES, walk_records
 
 
 def _median(fn: Callable[[], Any], repeat: int) -> float:

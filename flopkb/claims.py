@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from flopkb.derived import computed_values
-from flopkb.hardware import HardwareModel, UnknownRecord
+from flopkb.architecture.show import derived_values
+from flopkb.evidence.pooled import pooled
+from flopkb.hardware.derived import computed_values
+from flopkb.hardware.model import HardwareModel, UnknownRecord
 from flopkb.kb import KnowledgeBase
 from flopkb.model import Basis, HardwareParameter
-from flopkb.modelshow import derived_values
-from flopkb.verify.pooled import pooled
 
 
 def list_claims(
@@ -22,14 +22,14 @@ def list_claims(
     """Claims as `[{"claim","record","quantity","magnitude","basis","verdicts":{acc: verdict}}]`.
 
     A `derived` row with a formula also has `computed`: its formula on each accelerator its class
-    lists, `{acc: {"value", "agrees"[, "note"]}}` (flopkb.derived; `agrees` false is FKB213);
-    other rows have `computed: null`. `not_verifiable`: why verify does not judge the row
+    lists, `{acc: {"value", "agrees"[, "note"]}}` (flopkb.hardware.derived; `agrees` false is
+    FKB213); other rows have `computed: null`. `not_verifiable`: why verify does not judge the row
     everywhere (its link's `not_applicable` reason or `judged_on` parts), else null. A row with
     `derived_from` has `computed_from_architectures`,
-    the values computed from the architecture records (flopkb.modelshow); else null.
+    the values computed from the architecture records (flopkb.architecture.show); else null.
 
     A verdict is pooled over every trusted, fresh run on that accelerator
-    (`flopkb.verify.pooled`): `disagreeing` when they differ. `runs` keeps, per accelerator, the
+    (`flopkb.evidence.pooled`): `disagreeing` when they differ. `runs` keeps, per accelerator, the
     pooled verdict's run count, agreement, each run's own verdict and `pooled`: the figure of all
     the runs' rounds merged and judged again (null with fewer than two runs that store rounds);
     `pooled_text` says it in words.

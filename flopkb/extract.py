@@ -34,11 +34,11 @@ from typing import Any
 from flopkb.check import run_checks
 from flopkb.escape import yaml_listing
 from flopkb.findings import Finding, Severity
+from flopkb.grammar.magnitude import Magnitude, MagnitudeError, parse_magnitude
+from flopkb.grammar.text import normalise
 from flopkb.kb import KnowledgeBase
 from flopkb.load.yamlfile import read_document
-from flopkb.magnitude import Magnitude, MagnitudeError, parse_magnitude
 from flopkb.model import ClassRecord
-from flopkb.text import normalise
 
 # Every pattern here is bounded so that extract stays linear in the prose (a 1 MiB prose is a
 # 1 MiB sentence when it has no full stop): no nested unbounded quantifiers, no pattern that
@@ -53,8 +53,8 @@ _NUM_FROM_DIGIT = r"(?:\d{0,2}(?:,\d{3}){1,12}|\d{0,39})(?:\.\d{1,40})?"
 _SIZE = r"(?P<size>\d{1,40}(?:\.\d{1,40})?[KMG])\b"
 # "6x faster at sequence length 16K": at most two words of at most 40 letters before "at"
 _AT_TAIL = rf"(?:(?: [A-Za-z-]{{1,40}}){{0,2}}? at (?:sequence length )?{_SIZE})?"
-# The units of flopkb.units (tests/unit/test_extract.py checks the two agree), written as one
-# prefix tree rather than 90 alternatives that each number would try in turn; a bare "B" is left
+# The units of flopkb.grammar.units (tests/unit/test_extract.py checks the two agree), written as
+# one prefix tree rather than 90 alternatives that each number would try in turn; a bare "B" is left
 # out: in prose "7B" and "52 B" are parameter counts far more often than bytes.
 _UNITS = (
     r"[kKMGTPE]?(?:FLOPs?/s|FLOPS|OPs?/s|OPS|B/s)|[kKMGTPE]B|[KMGT]iB(?:/s)?"
@@ -65,7 +65,7 @@ _UNITS = (
 # - a ratio that touches its `x` ("2-8x", "6x"; "M x K" or "2 x 3" are shapes, not ratios),
 # - a ratio in words ("5 times faster", "3-4 times slower"),
 # - a percent ("20%"),
-# - an absolute figure in the units of flopkb.units ("740 TFLOP/s", "1,979 TOPS", "80 GB").
+# - an absolute figure in the units of flopkb.grammar.units ("740 TFLOP/s", "1,979 TOPS", "80 GB").
 # Its qualifier ("up to", "at least", "about", "~") is read from the characters before it.
 _FIGURE = re.compile(
     rf"(?P<lo>{_FIRST_DIGIT}{_NUM_FROM_DIGIT})(?:-(?P<hi>{_NUM}))?"

@@ -1,8 +1,8 @@
 """The resolved knowledge base: validated records by id, with the file each came from.
 
 `load_kb(root)` reads every record file under `root/records` (or `root` itself when it has no
-`records/`; the walk's rules are in `flopkb.walk`), one broken file never hiding the others, and
-returns the KB together with the findings of walking, loading and structure. Cross-record checks
+`records/`; the walk's rules are in `flopkb.load.walk`), one broken file never hiding the others,
+and returns the KB together with the findings of walking, loading and structure. Cross-record checks
 run on the result (`flopkb.check`).
 """
 
@@ -21,6 +21,10 @@ from typing import Any
 
 from yaml.nodes import Node
 
+from flopkb.evidence import catalogue as experiment_catalogue
+from flopkb.evidence.catalogue import Catalogue
+from flopkb.evidence.plausibility import implausible_evidence
+from flopkb.evidence.rederive import Problem, untrusted
 from flopkb.findings import Finding
 from flopkb.load import (
     Document,
@@ -31,6 +35,7 @@ from flopkb.load import (
     read_document,
     to_record,
 )
+from flopkb.load.walk import display_path, walk_records
 from flopkb.model import (
     AcceleratorRecord,
     ArchitectureRecord,
@@ -41,7 +46,6 @@ from flopkb.model import (
     Record,
     SourceRecord,
 )
-from flopkb.walk import display_path, walk_records
 
 
 @dataclass
@@ -67,10 +71,11 @@ class KnowledgeBase:
     _implausible: tuple[int, int, dict[str, tuple[str, str]]] | None = field(
         default=None, repr=False
     )
-    _untrusted: tuple[int, int, dict[str, list[Any]]] | None = field(default=None, repr=False)
-    # pooled verdicts per state of `records` (flopkb.verify.pooled keeps it here)
+    _untrusted: tuple[int, int, dict[str, list[Problem]]] | None = field(default=None,
+                                                                         repr=False)
+    # pooled verdicts per state of `records` (flopkb.evidence.pooled keeps it here)
     _pooled_cache: Any = field(default=None, repr=False, compare=False)
-    _catalogue: Any = field(default=None, repr=False, compare=False)
+    _catalogue: Catalogue | None = field(default=None, repr=False, compare=False)
 
     def _of(self, cls: type) -> dict[str, Any]:
         # Checks ask for `kb.classes` etc. many times: index by type once per state of `records`.
@@ -109,30 +114,24 @@ class KnowledgeBase:
     def implausible_evidence(self) -> dict[str, tuple[str, str]]:
         """evidence id -> (kind, why) for evidence whose timestamp cannot be true (in the future,
         or before its accelerator existed): it never gives a claim's latest verdict
-        (`flopkb.plausibility`). Computed once per state of `records`."""
-        from flopkb.plausibility import implausible_evidence
-
+        (`flopkb.evidence.plausibility`). Computed once per state of `records`."""
         key = (id(self.records), len(self.records))
         if self._implausible is None or self._implausible[:2] != key:
             self._implausible = (*key, implausible_evidence(self))
         return self._implausible[2]
 
-    def catalogue(self) -> Any:
-        """The experiments this KB sees (`flopkb.verify.registry.for_kb`), read once per KB:
-        re-derivation and staleness ask per evidence record, and each `for_kb` call re-stats the
-        declaration and kernel files to validate its cache."""
+    def catalogue(self) -> Catalogue:
+        """The experiments this KB sees (`flopkb.evidence.catalogue.for_kb`), read once per KB
+        and handed to what asks (re-derivation, staleness, pooling and the run ask per evidence
+        record or job; each `for_kb` call re-stats the declaration and kernel files)."""
         if self._catalogue is None:
-            from flopkb.verify import registry
-
-            self._catalogue = registry.for_kb(self.root)
+            self._catalogue = experiment_catalogue.for_kb(self.root)
         return self._catalogue
 
-    def untrusted_evidence(self) -> dict[str, list[Any]]:
-        """evidence id -> the `flopkb.verify.rederive.Problem`s of evidence whose verdict does not
+    def untrusted_evidence(self) -> dict[str, list[Problem]]:
+        """evidence id -> the `flopkb.evidence.rederive.Problem`s of evidence whose verdict does not
         re-derive from its stored numbers: it never gives or backs a verdict. Computed once per
         state of `records`."""
-        from flopkb.verify.rederive import untrusted
-
         key = (id(self.records), len(self.records))
         if self._untrusted is None or self._untrusted[:2] != key:
             self._untrusted = (*key, untrusted(self))
@@ -176,7 +175,7 @@ class KnowledgeBase:
 def record_files(root: Path) -> list[Path]:
     """Every `*.yaml` / `*.yml` file under the KB's `records/` (or `root` itself), sorted.
 
-    The files a bounded, symlink-safe walk found (`flopkb.walk`); the walk's own findings (a
+    The files a bounded, symlink-safe walk found (`flopkb.load.walk`); the walk's own findings (a
     FIFO, a link out of the KB, an unreadable folder) come with `walk_records` and `load_kb`.
     """
     return walk_records(root).files

@@ -26,6 +26,25 @@ def kernels_dir(kb_root: Path | None = None) -> Path:
     return (kb_root or bundled_root()) / "kernels"
 
 
+def kernels_root(kb_root: Path | None, entry: str | None = None) -> Path | None:
+    """The KB root whose kernels/ holds `entry` (a path below kernels/, or an operator name):
+    the KB's own when its kernels/ has that operator folder (or top-level file), else the
+    bundled one. Without `entry`: the KB's own whenever it has a kernels/ folder at all.
+
+    One rule for every experiment, bundled or declared by the KB: an operator folder of the KB
+    stands in for the bundled one of the same name, and a KB without it runs the bundled one.
+    """
+    if kb_root is None or not kernels_dir(kb_root).is_dir():
+        return None
+    if entry is None:
+        return kb_root
+    head = entry.strip("/").split("/", 1)[0]
+    folder = kernels_dir(kb_root)
+    if (folder / head).exists() or (folder / f"{head}.py").is_file():
+        return kb_root
+    return None
+
+
 def package_name(folder: Path) -> str:
     """The import name of a kernels folder: `flopkb_kernels` for the bundled one, a name of its
     own for any other KB's (`flopkb_kernels_kb_<digest>`), so that a run using a KB's own

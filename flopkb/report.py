@@ -13,6 +13,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from flopkb import __version__
+from flopkb.check import load_checks
+from flopkb.check.base import RULES
 from flopkb.escape import guard_json, guard_lines, visible
 from flopkb.findings import Finding, Severity
 from flopkb.validate import ValidationResult
@@ -86,10 +89,6 @@ def _uri(file: str) -> str:
 
 def sarif(result: ValidationResult) -> dict[str, Any]:
     """SARIF 2.1.0: one run, every rule of flopkb described once, one result per finding."""
-    from flopkb import __version__
-    from flopkb.check import load_checks
-    from flopkb.check.base import RULES
-
     load_checks()
     codes = sorted(RULES)
     index = {code: i for i, code in enumerate(codes)}
@@ -145,9 +144,6 @@ FORMATTERS = {
 
 def rules_markdown() -> str:
     """The rule table of README / docs/validate.md, generated from `RULES` (every module loaded)."""
-    from flopkb.check import load_checks
-    from flopkb.check.base import RULES
-
     load_checks()
     lines = ["| code | severity | rule |", "|---|---|---|"]
     for code in sorted(RULES):

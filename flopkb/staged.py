@@ -20,8 +20,8 @@ from pathlib import Path
 
 from flopkb.kb import load_files
 from flopkb.load import Limits
+from flopkb.load.walk import RECORD_SUFFIXES, records_dir
 from flopkb.referencing import referenced_by
-from flopkb.walk import RECORD_SUFFIXES, records_dir
 
 _TIMEOUT_S = 30
 # committed versions read (two git processes each); a commit deleting more gets a whole-KB report

@@ -19,20 +19,21 @@ from typing import Any
 
 from flopkb import budget, suppression
 from flopkb.check import load_checks, run_checks
-from flopkb.check.base import RULES
+from flopkb.check.base import RULES, CheckContext
+from flopkb.check.signatures import signature_findings
 from flopkb.findings import Finding, Severity, full_records, sorted_findings
 from flopkb.kb import KnowledgeBase, display_path, gc_paused, load_files
 from flopkb.load import Limits, load_finding
-from flopkb.paths import bundled_root
-from flopkb.referencing import referenced_by, referencing
-from flopkb.selection import Selection, excluded
-from flopkb.walk import (
+from flopkb.load.walk import (
     RECORD_SUFFIXES,
     check_file,
     records_dir,
     walk_folder,
     walk_records,
 )
+from flopkb.paths import bundled_root
+from flopkb.referencing import referenced_by, referencing
+from flopkb.selection import Selection, excluded
 
 
 class ValidationInputError(OSError):
@@ -115,7 +116,7 @@ def _inside(path: Path, folder: Path) -> bool:
 def _targets(paths: Sequence[Path], kb_root: Path | None = None) -> _Targets:
     """The files to report on and to load for the given roots, folders and files.
 
-    Every listing is the bounded, symlink-safe walk of `flopkb.walk`; a file given by name is
+    Every listing is the bounded, symlink-safe walk of `flopkb.load.walk`; a file given by name is
     checked by the same rules (a FIFO or a link out of its KB is a finding, never read). A path
     inside `kb_root`'s records resolves against that KB (its records folder need not be called
     `records/` when a config names the root); others against their `records/` ancestor.
@@ -233,9 +234,6 @@ def validate(
     kb, findings = load_files(sorted(loaded), root=root, limits=limits)
     signed: list[Finding] = []
     if require_signed:
-        from flopkb.check.base import CheckContext
-        from flopkb.check.signatures import signature_findings
-
         signed = list(signature_findings(CheckContext(kb)))
     findings = sorted_findings([*targets.scoped, *targets.around, *findings, *run_checks(kb),
                                 *signed])

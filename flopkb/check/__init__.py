@@ -12,6 +12,7 @@ import importlib.util
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 
+from flopkb.check import base
 from flopkb.check.base import CheckContext
 from flopkb.findings import Finding, Severity, sorted_findings
 from flopkb.kb import KnowledgeBase, gc_paused, workers_for
@@ -39,10 +40,9 @@ def _run_one(ctx: CheckContext, index: int) -> list[Finding]:
     costs its own findings only; what escapes that (a shared precomputation) still keeps the
     findings the check yielded before it failed.
     """
-    from flopkb.check.base import CHECKS
-
     kb = ctx.kb
-    fn = CHECKS[index]
+    # read at call time through the module: tests add a check by replacing the list
+    fn = base.CHECKS[index]
     found: list[Finding] = []
     try:
         for finding in fn(ctx):
@@ -86,20 +86,18 @@ def run_checks(kb: KnowledgeBase) -> list[Finding]:
 
 def _run_all(ctx: CheckContext) -> list[Finding]:
     global _FORKED_CTX
-    from flopkb.check.base import CHECKS
-
     kb = ctx.kb
-    workers = min(workers_for(len(kb.records)), len(CHECKS))
+    workers = min(workers_for(len(kb.records)), len(base.CHECKS))
     findings: list[Finding] = []
     if workers <= 1:
-        for index in range(len(CHECKS)):
+        for index in range(len(base.CHECKS)):
             findings += _run_one(ctx, index)
         return sorted_findings(findings)
     _FORKED_CTX = ctx
     try:
         context = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            for part in pool.map(_run_forked, range(len(CHECKS))):
+            for part in pool.map(_run_forked, range(len(base.CHECKS))):
                 findings += part
     finally:
         _FORKED_CTX = None

@@ -3,20 +3,20 @@
 Every value of an architecture record is sourced with a locator (as accelerator specs are); its
 references resolve; its layer types have the sizes their cost formulas need; the parameter count
 computed from it lies near the one its source reports (a typo in a size shows here). A claim row
-with `derived_from` names an architecture-level computed value (`flopkb.modelshow`): the value
-must agree with the row's magnitude within the magnitude's rounding (92% covers [91.5, 92.5]).
+with `derived_from` names an architecture-level computed value (`flopkb.architecture.show`): the
+value must agree with the row's magnitude within the magnitude's rounding (92% covers [91.5, 92.5]).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from flopkb.architecture.cost import ArchitectureError, compute
+from flopkb.architecture.show import derived_values, shown
 from flopkb.check.base import CheckContext, check, rule
 from flopkb.findings import Finding, Severity
-from flopkb.magnitude import Magnitude, MagnitudeError, parse_magnitude
+from flopkb.grammar.magnitude import Magnitude, MagnitudeError, parse_magnitude
 from flopkb.model import ArchitectureRecord, ClassRecord
-from flopkb.modelcost import ArchitectureError, compute
-from flopkb.modelshow import derived_values, shown
 
 UNSOURCED = rule("FKB901", Severity.warning, "an architecture value has no source with a locator")
 DANGLING = rule(

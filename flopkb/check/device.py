@@ -26,8 +26,8 @@ from typing import Any
 
 from flopkb.check.base import CheckContext, check, rule
 from flopkb.findings import Finding, Severity
+from flopkb.grammar.units import UNITS
 from flopkb.model import AcceleratorRecord, EvidenceRecord
-from flopkb.units import UNITS
 
 SPEC_VS_DEVICE = rule(
     "FKB430",

@@ -1,6 +1,6 @@
 """Rule 6, evidence integrity: evidence names a claim and an experiment that exist and the hashes
 of the kernel sources it ran; evidence whose kernels changed since is stale (a warning); every
-verdict re-derives from the numbers the record stores (`flopkb.verify.rederive`), and every
+verdict re-derives from the numbers the record stores (`flopkb.evidence.rederive`), and every
 picture it lists is a file of the KB."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from collections.abc import Iterator
 
 from flopkb.check.base import CheckContext, check, rule
 from flopkb.check.references import unloaded_reference
+from flopkb.evidence.catalogue import Catalogue
+from flopkb.evidence.hashing import stale_evidence
+from flopkb.evidence.rederive import INCONSISTENT, LEGACY, MEASURING, MISMATCH, MISSING
 from flopkb.findings import Finding, Severity
 from flopkb.model import EvidenceRecord
-from flopkb.verify import registry
-from flopkb.verify.hashing import stale_evidence
-from flopkb.verify.rederive import INCONSISTENT, LEGACY, MEASURING, MISMATCH, MISSING
 
 UNKNOWN_CLAIM = rule("FKB501", Severity.error, "evidence names a claim that does not exist")
 UNKNOWN_EXPERIMENT = rule("FKB502", Severity.error, "evidence names an unknown experiment")
@@ -47,7 +47,7 @@ REDERIVE_HINT = ("an evidence record is written by `flopkb verify --gpu`; run it
                  "remove the record (a claim's magnitude edited since also changes the verdict)")
 
 
-def _catalogue(ctx: CheckContext) -> registry.Catalogue:
+def _catalogue(ctx: CheckContext) -> Catalogue:
     """The experiments this KB sees, read once per KB (every evidence record asks)."""
     return ctx.kb.catalogue()
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from flopkb.check.base import CheckContext, check, rule
+from flopkb.check.evidence import _catalogue
+from flopkb.evidence import links
+from flopkb.evidence.catalogue import Catalogue
+from flopkb.evidence.declared import DECLARATION_RULES, EXPERIMENTS_FOLDER
 from flopkb.findings import Finding, Severity
-from flopkb.magnitude import MagnitudeError, parse_magnitude
-from flopkb.verify import links, registry
-from flopkb.verify.declared import DECLARATION_RULES
+from flopkb.grammar.magnitude import MagnitudeError, parse_magnitude
 
 DECLARATION = {code: rule(code, severity, summary)
                for code, (severity, summary) in DECLARATION_RULES.items()}
@@ -34,10 +36,8 @@ def experiment_declarations(ctx: CheckContext) -> Iterator[Finding]:
     """The findings of reading and checking the KB's own `experiments/` declarations."""
     root = ctx.kb.root
     # a KB without experiments/ declares nothing: the bundled catalogue is not even read
-    if root is None or not (root / registry.EXPERIMENTS_FOLDER).is_dir():
+    if root is None or not (root / EXPERIMENTS_FOLDER).is_dir():
         return
-    from flopkb.check.evidence import _catalogue
-
     yield from _catalogue(ctx).findings
 
 
@@ -46,14 +46,12 @@ def typed_links(ctx: CheckContext) -> Iterator[Finding]:
     """FKB527 / FKB528 for every claim row linking an experiment that exists."""
     if not _linked(ctx):
         return
-    from flopkb.check.evidence import _catalogue
-
     catalogue = _catalogue(ctx)
     for rec in ctx.kb.classes.values():
         yield from ctx.isolated(rec.id, _record_links(ctx, catalogue, rec))
 
 
-def _record_links(ctx: CheckContext, catalogue: registry.Catalogue, rec) -> Iterator[Finding]:
+def _record_links(ctx: CheckContext, catalogue: Catalogue, rec) -> Iterator[Finding]:
     for idx, row in enumerate(rec.flop.hardware_parameters):
         link = row.verify
         if link is None or not link.runs:

@@ -1,7 +1,7 @@
 """Computed quantities: formulas parse by the whitelist, name quantities, form no cycle, evaluate.
 
-Values come from `flopkb.hardware.HardwareModel`, the one evaluator of quantities on accelerators;
-provenance rule 3 (`derived`) uses it too.
+Values come from `flopkb.hardware.model.HardwareModel`, the one evaluator of quantities on
+accelerators; provenance rule 3 (`derived`) uses it too.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import networkx as nx
 from flopkb.check.base import CheckContext, check, rule
 from flopkb.check.references import unloaded_reference
 from flopkb.findings import Finding, Severity
-from flopkb.formula import FormulaError
-from flopkb.hardware import HardwareModel, MissingInput, NotApplicable, parsed
+from flopkb.grammar.formula import FormulaError
+from flopkb.hardware.model import HardwareModel, MissingInput, NotApplicable, parsed
 from flopkb.kb import KnowledgeBase
 
 BAD_FORMULA = rule(

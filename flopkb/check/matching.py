@@ -1,5 +1,6 @@
-"""Accelerator `match` patterns: each compiles under the bounds of `flopkb.matching`, none claims
-every GPU, and no device name is claimed by two accelerators (verify would pick one by id order)."""
+"""Accelerator `match` patterns: each compiles under the bounds of `flopkb.grammar.matching`, none
+claims every GPU, and no device name is claimed by two accelerators (verify would pick one by id
+order)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Iterator
 
 from flopkb.check.base import CheckContext, check, rule
 from flopkb.findings import Finding, Severity
-from flopkb.matching import (
+from flopkb.grammar.matching import (
     KNOWN_DEVICE_NAMES,
     MAX_NAME_CHARS,
     MAX_WITNESSES,

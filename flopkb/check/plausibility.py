@@ -2,7 +2,7 @@
 spec values beyond any device's scale.
 
 Such evidence is reported here and never becomes a claim's latest verdict
-(`flopkb.plausibility`, used by `flopkb.verify.evidence.latest`).
+(`flopkb.evidence.plausibility`, used by `flopkb.evidence.store.latest`).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
    "8" or "8x", never the 8 inside "128"); a size such as `16K` must appear as `16K` (or `16k`).
 3. `basis` is earned: unverified (nothing behind it), cited (source + locator), derived (a formula
    that evaluates on every affected accelerator), measured (confirmed evidence on one of them).
-5. `magnitude` parses in the grammar of `flopkb.magnitude`.
+5. `magnitude` parses in the grammar of `flopkb.grammar.magnitude`.
 """
 
 from __future__ import annotations
@@ -25,13 +25,14 @@ from flopkb.check.formulas import (
     values_of,
 )
 from flopkb.check.references import unloaded_reference
-from flopkb.derived import judge, quantity_unit
+from flopkb.evidence.pooled import pooled
 from flopkb.findings import Finding, Severity
-from flopkb.formula import FormulaError
+from flopkb.grammar.formula import FormulaError
+from flopkb.grammar.magnitude import MagnitudeError, parse_magnitude
+from flopkb.grammar.text import closest_span, normalise
+from flopkb.hardware.derived import judge, quantity_unit
 from flopkb.kb import KnowledgeBase
-from flopkb.magnitude import MagnitudeError, parse_magnitude
 from flopkb.model import Basis, ClassRecord
-from flopkb.text import closest_span, normalise
 
 NOT_VERBATIM = rule(
     "FKB201", Severity.error, "`effect` is not a verbatim span of the record's prose"
@@ -115,8 +116,6 @@ def _confirmed_on(kb: KnowledgeBase) -> dict[str, set[str]]:
     beside a confirmation makes it `disagreeing`; an error does not count) is `confirmed`.
     Evidence whose conditions say `simulation: true` (one part standing in for others) never
     counts."""
-    from flopkb.verify.pooled import pooled
-
     out: dict[str, set[str]] = {}
     real = pooled(kb, keep=lambda ev: ev.conditions.get("simulation") is not True)
     for (claim, acc), p in real.items():

@@ -1,6 +1,6 @@
 """Signed evidence (`validate --require-signed`, config `require_signed = true`): every evidence
 record carries a signature beside it (`<id>.yaml.sig`) by a key in the KB's `allowed_signers`
-(`flopkb.verify.signing`). Not a registered check: it runs only when asked for, since a KB that
+(`flopkb.evidence.signing`). Not a registered check: it runs only when asked for, since a KB that
 does not share evidence has no reason to sign it."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from flopkb.check.base import CheckContext, rule
+from flopkb.evidence import signing
 from flopkb.findings import Finding, Severity
-from flopkb.verify import signing
 
 UNSIGNED = rule("FKB515", Severity.error, "evidence is not signed (--require-signed)")
 BAD_SIGNATURE = rule("FKB516", Severity.error,

@@ -5,8 +5,8 @@ gives the converted value to store; a unit of another dimension is an error with
 A null value (an absent hardware path) needs a note saying why. Every accelerator specifies the
 required datasheet quantities of DESIGN that the KB defines (a value, or null with a note).
 
-Conversion uses the one unit table of `flopkb.units` (a table, not a units library: the canonical
-units are vendor units such as TOPS, TFLOP/s, GB, KiB; that module says why).
+Conversion uses the one unit table of `flopkb.grammar.units` (a table, not a units library: the
+canonical units are vendor units such as TOPS, TFLOP/s, GB, KiB; that module says why).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from collections.abc import Iterator
 
 from flopkb.check.base import CheckContext, check, rule
 from flopkb.findings import Finding, Severity
+from flopkb.grammar.units import UNITS
 from flopkb.model import AcceleratorRecord
-from flopkb.units import UNITS
 
 UNIT_CONVERTIBLE = rule(
     "FKB410",
@@ -43,8 +43,8 @@ REQUIRED_SPECS = (
 def convert(value: float, unit: str, target: str) -> float | None:
     """`value` in `unit` expressed in `target`, or None when the two are not of one dimension.
 
-    Stricter than `flopkb.units.convert`: a spec counts FLOPs or integer OPs, and an INT8 peak
-    typed in TFLOP/s is a wrong-quantity mistake, not a unit to convert.
+    Stricter than `flopkb.grammar.units.convert`: a spec counts FLOPs or integer OPs, and an INT8
+    peak typed in TFLOP/s is a wrong-quantity mistake, not a unit to convert.
     """
     a, b = UNITS.get(unit), UNITS.get(target)
     if a is None or b is None or (a.dimension, a.counts) != (b.dimension, b.counts):

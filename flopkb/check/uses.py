@@ -3,7 +3,7 @@
 The same answers as the dependency graph gives (`flopkb.graph`: in-degree of a quantity or source
 node, `queries.not_applicable`), computed from the records in one pass without building the
 networkx graph: the validator's graph checks ran 2 s of their 2.8 s building and walking it on a
-10,000-class KB. A test keeps the two equal (tests/unit/test_graph_checks.py).
+10,000-class KB. A test keeps the two equal (tests/unit/check/test_graph.py).
 """
 
 from __future__ import annotations

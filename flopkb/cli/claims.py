@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from flopkb.architecture.show import shown
 from flopkb.claims import list_claims
 from flopkb.cli.common import (
     FormatOption,
@@ -18,11 +19,10 @@ from flopkb.cli.common import (
     print_kb,
 )
 from flopkb.cli.tables import IdTable
-from flopkb.derived import summary
-from flopkb.hardware import UnknownRecord
+from flopkb.hardware.derived import summary
+from flopkb.hardware.model import UnknownRecord
 from flopkb.kb import load_kb
 from flopkb.model import Basis
-from flopkb.modelshow import shown
 from flopkb.plural import count
 
 

@@ -23,8 +23,8 @@ from rich.text import Text
 from flopkb.atomic import UnsafeTarget, WritePolicy, writing
 from flopkb.config import ConfigError
 from flopkb.escape import GuardedStream, guard_json, visible
+from flopkb.load.walk import records_dir
 from flopkb.paths import KbLocation, KbNotFound, find_kb
-from flopkb.walk import records_dir
 
 
 class OutputFormat(str, Enum):

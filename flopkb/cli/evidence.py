@@ -19,6 +19,8 @@ from flopkb.cli.common import (
 )
 from flopkb.cli.help import example
 from flopkb.escape import visible
+from flopkb.evidence import signing
+from flopkb.kb import load_kb
 
 app = typer.Typer(help="Evidence records: sign them for a shared KB.", no_args_is_help=True)
 
@@ -33,9 +35,6 @@ def sign(
 ) -> None:
     """Write `<id>.yaml.sig` beside each record: an SSH signature (namespace flopkb-evidence) of
     the record's canonical form, checked by `validate --require-signed`."""
-    from flopkb.kb import load_kb
-    from flopkb.verify import signing
-
     if not key.is_file():
         fail(f"no such key file: {key}")
     root = kb_root(ctx)

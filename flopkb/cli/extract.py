@@ -20,7 +20,7 @@ from flopkb.cli.common import (
 from flopkb.escape import guard_lines, visible
 from flopkb.extract import Extraction, NotAClassRecord, extract_record, to_yaml
 from flopkb.findings import Severity
-from flopkb.hardware import UnknownRecord
+from flopkb.hardware.model import UnknownRecord
 from flopkb.kb import load_kb
 from flopkb.report import text_line
 

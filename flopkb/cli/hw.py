@@ -17,7 +17,8 @@ from flopkb.cli.common import (
 )
 from flopkb.cli.help import example
 from flopkb.cli.tables import IdTable
-from flopkb.hardware import UnknownRecord, hw_compare, hw_show
+from flopkb.hardware.model import UnknownRecord
+from flopkb.hardware.show import hw_compare, hw_show
 from flopkb.kb import load_kb
 
 app = typer.Typer(

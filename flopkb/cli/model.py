@@ -8,13 +8,13 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
+from flopkb.architecture.cost import ArchitectureError
+from flopkb.architecture.show import DEFAULT_CONTEXT, model_show
 from flopkb.cli.common import FormatOption, OutputFormat, console, emit_json, fail, kb_root
 from flopkb.cli.help import example
 from flopkb.cli.tables import IdTable
-from flopkb.hardware import UnknownRecord
+from flopkb.hardware.model import UnknownRecord
 from flopkb.kb import load_kb
-from flopkb.modelcost import ArchitectureError
-from flopkb.modelshow import DEFAULT_CONTEXT, model_show
 
 app = typer.Typer(
     help="architecture records: sourced config, computed model parameters, roofline bounds",

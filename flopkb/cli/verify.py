@@ -30,9 +30,11 @@ from flopkb.cli.common import (
 )
 from flopkb.cli.tables import IdTable
 from flopkb.escape import visible
+from flopkb.evidence.signing import SigningError, ssh_keygen
+from flopkb.evidence.store import evidence_dir
 from flopkb.extras import install_hint
+from flopkb.kb import load_kb
 from flopkb.plural import count
-from flopkb.verify.evidence import evidence_dir
 
 # What the `kernels` extra installs; verify imports all three (numpy through torch and the plots).
 KERNEL_EXTRA_MODULES = ("torch", "triton", "numpy")
@@ -165,8 +167,9 @@ def verify(
     if missing:
         fail(f"verify needs the kernels extra (missing: {', '.join(missing)}): "
              f"{install_hint('kernels')}")
-    from flopkb.kb import load_kb
-    from flopkb.verify import runner
+    # the run's modules are imported when a run is asked for: every other command (validate
+    # first) never loads them
+    from flopkb.verify import cpu, execute, plan
 
     root = kb_root(ctx)
     kb, _ = load_kb(root)
@@ -175,8 +178,6 @@ def verify(
     if key is not None and not key.is_file():
         fail(f"no such signing key: {key}")
     if key is not None:
-        from flopkb.verify.signing import SigningError, ssh_keygen
-
         try:
             ssh_keygen()
         except SigningError as exc:
@@ -187,8 +188,8 @@ def verify(
         fail(f"no claim {claim!r} in the KB at {root}")
     if record is not None and record not in kb.classes:
         fail(f"no class record {record!r} in the KB at {root}")
-    jobs, broken = runner.plan(kb, claim=claim, record=record,
-                               suites=chosen_suites(suite, gpu))
+    jobs, broken = plan.plan(kb, claim=claim, record=record,
+                             suites=chosen_suites(suite, gpu))
     if claim is not None and not jobs:
         # nothing of this claim can run: say why in one line, run nothing (not even calibration)
         payload = {"machine": None, "results": [r.as_dict() for r in broken], "duration_s": 0.0}
@@ -221,9 +222,9 @@ def verify(
                                     f"{payload['verdict']}"), highlight=False)
 
     if not gpu:
-        extra = runner.unlinked(kb) if claim is None and record is None else []
+        extra = plan.unlinked(kb) if claim is None and record is None else []
         with progress:
-            results = runner.run_cpu(root, jobs, extra, on_event=on_event)
+            results = cpu.run_cpu(kb, jobs, extra, on_event=on_event)
         payload = {"machine": None, "results": [r.as_dict() for r in broken + results],
                    "duration_s": round(time.monotonic() - started, 2)}
         # a claim linking an unknown experiment (`broken`) fails the plan as it fails a GPU run
@@ -236,14 +237,14 @@ def verify(
     policy = write_policy(ctx, follow_symlinks=follow_symlinks, records=True)
     with safe_writes(policy):
         check_folder(out or evidence_dir(root), policy)  # a usage error: before anything runs
-    if not runner.gpu_available():
+    if not execute.gpu_available():
         fail("--gpu needs a CUDA GPU and this process sees none (torch.cuda.is_available() is "
              "False); run without --gpu for the CPU checks and the plan.")
     with progress, writing(policy):
-        machine, results = runner.run_gpu(kb, root, jobs, quick=quick, impl=impl.value,
-                                          command=command, out_dir=out, on_event=on_event,
-                                          portable=portable, memory_budget_gb=memory_budget,
-                                          rounds=rounds, sign_key=key)
+        machine, results = execute.run_gpu(kb, jobs, quick=quick, impl=impl.value,
+                                           command=command, out_dir=out, on_event=on_event,
+                                           portable=portable, memory_budget_gb=memory_budget,
+                                           rounds=rounds, sign_key=key)
     if results is None:
         return
     payload = {"machine": machine, "results": [r.as_dict() for r in broken + results],
@@ -257,7 +258,7 @@ def verify(
 def _recheck(ctx: typer.Context, kb: Any, root: Path, given: str, *, gpu: bool,
              rounds: int | None, fmt: OutputFormat) -> NoReturn:
     """`--recheck EVIDENCE`: the record's claim measured again; exit 1 unless it reproduces."""
-    from flopkb.verify import runner
+    from flopkb.verify.execute import gpu_available
     from flopkb.verify.recheck import recheck, reproduces
 
     if not gpu:
@@ -266,11 +267,11 @@ def _recheck(ctx: typer.Context, kb: Any, root: Path, given: str, *, gpu: bool,
     ev = kb.evidence.get(eid)
     if ev is None:
         fail(f"no evidence record {given!r} in the KB at {root}")
-    if not runner.gpu_available():
+    if not gpu_available():
         fail("--gpu needs a CUDA GPU and this process sees none (torch.cuda.is_available() is "
              "False)")
     try:
-        machine, outcomes = recheck(kb, root, ev, rounds=rounds,
+        machine, outcomes = recheck(kb, ev, rounds=rounds,
                                     command=f"flopkb verify --gpu --recheck {eid}")
     except ValueError as exc:
         fail(str(exc))

@@ -52,7 +52,8 @@ from flopkb.model import (
 )
 
 KINDS = ("class", "claim", "quantity", "accelerator", "source", "evidence", "architecture")
-# the quantities an architecture's roofline bounds (flopkb.modelcost, bf16 default) are read from
+# the quantities an architecture's roofline bounds (flopkb.architecture.cost, bf16 default) are
+# read from
 ROOFLINE_INPUTS = ("bf16_tensor_flops", "hbm_bandwidth", "memory_capacity")
 
 VERDICT_RELATION: dict[Verdict, str] = {

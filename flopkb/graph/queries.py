@@ -20,13 +20,17 @@ from typing import Any
 
 import networkx as nx
 
-from flopkb.formula import FormulaError, parse_formula
+from flopkb.architecture.show import DEFAULT_CONTEXT, roofline_changes
+from flopkb.claims import not_verifiable
+from flopkb.evidence.hashing import stale_evidence
+from flopkb.evidence.pooled import pooled
+from flopkb.grammar.formula import FormulaError, parse_formula
 from flopkb.graph.build import KINDS, build_graph, node_id, split_node
 from flopkb.graph.values import PartValues, Value, ratio
-from flopkb.hardware import HardwareModel, hw_compare
+from flopkb.hardware.model import HardwareModel
+from flopkb.hardware.show import hw_compare
 from flopkb.kb import KnowledgeBase
 from flopkb.model import QuantityRecord
-from flopkb.verify.hashing import stale_evidence
 
 Edge = dict[str, str]
 # Verdicts that say something about the number; error, not-run and not-applicable runs do not.
@@ -245,15 +249,13 @@ def affects(kg: KBGraph, ident: str, via_specs: bool = True) -> dict[str, Any]:
 
 
 def latest_verdicts(kg: KBGraph, claim: str) -> dict[str, dict[str, Any]]:
-    """accelerator id -> `claim`'s pooled verdict there (`flopkb.verify.pooled`: every trusted,
+    """accelerator id -> `claim`'s pooled verdict there (`flopkb.evidence.pooled`: every trusted,
     fresh run; `disagreeing` when they differ): `{"verdict", "text", "evidence", "timestamp",
     "implementation_sensitive", "sensitive_evidence", "pooled", "pooled_text", "runs"}`,
     `evidence` and `timestamp` the newest run's, `sensitive_evidence` the runs whose flag counts,
-    `pooled` the runs' rounds merged and judged again (flopkb.verify.pooled.Figure); evidence
+    `pooled` the runs' rounds merged and judged again (flopkb.evidence.pooled.Figure); evidence
     naming no accelerator keys as "?".
     """
-    from flopkb.verify.pooled import pooled
-
     out: dict[str, dict[str, Any]] = {}
     for (_, acc), p in pooled(kg.kb, _bare(claim)).items():
         newest = p.runs[0]
@@ -370,9 +372,10 @@ def why(kg: KBGraph, class_id: str, on: str | None = None) -> dict[str, Any]:
 def diff(kg: KBGraph, a: str, b: str) -> dict[str, Any]:
     """What differs from part `a` to part `b`.
 
-    `flopkb.hardware.hw_compare` gives every quantity (computed ones included), ratio b/a, and the
-    claims depending on a differing quantity; the graph adds, per differing quantity, the claims
-    that depend on it (directly or through computed quantities) and the classes of all those claims.
+    `flopkb.hardware.show.hw_compare` gives every quantity (computed ones included), ratio b/a,
+    and the claims depending on a differing quantity; the graph adds, per differing quantity,
+    the claims that depend on it (directly or through computed quantities) and the classes of
+    all those claims.
     """
     na, nb = (_bare(kg.resolve(x, ("accelerator",))) for x in (a, b))
     result = hw_compare(kg.kb, na, nb, kg.model)
@@ -482,7 +485,6 @@ def what_if(
                 "affected": data["record"] in affected,
             }
         )
-    from flopkb.modelshow import DEFAULT_CONTEXT, roofline_changes
 
     def datasheet(values: Mapping[str, Value]) -> dict[str, float | None]:
         return {q: v.value for q, v in values.items()}
@@ -534,8 +536,6 @@ def status(kg: KBGraph) -> dict[str, Any]:
     not_verifiable: rows verify does not judge everywhere by their own link (`not_applicable`
     reason, `judged_on` parts), with the reason.
     """
-    from flopkb.claims import not_verifiable
-
     unverified, contradicted, sensitive, disagreeing, by_design = [], [], [], [], []
     for claim, data in sorted(kg.g.nodes(data=True)):
         if data["kind"] != "claim":

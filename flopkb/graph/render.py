@@ -26,7 +26,7 @@ from flopkb.extras import install_hint
 from flopkb.graph import picture
 from flopkb.graph.build import EVIDENCE_RELATIONS
 from flopkb.graph.export import KIND_COLOURS
-from flopkb.graph.queries import KBGraph, latest_verdicts
+from flopkb.graph.queries import KBGraph, latest_verdicts, not_applicable
 
 SUFFIXES = (".svg", ".png")
 PNG_DPI = picture.PNG_DPI
@@ -38,7 +38,7 @@ COLUMNS = (
 # different one, far apart in CIELAB (a test checks): one colour never means two things.
 STATUS_COLOURS = {
     "refuted": "#d62728",
-    # runs on one part gave different verdicts (flopkb.verify.pooled): neither a confirmation nor
+    # runs on one part gave different verdicts (flopkb.evidence.pooled): neither a confirmation nor
     # a refutation to colour it by
     "disagreeing": "#17becf",
     "confirmed": "#2ca02c",
@@ -174,8 +174,6 @@ def layered_positions(g: nx.DiGraph, sweeps: int = 4) -> dict[str, tuple[float, 
 
 def _styled(kg: KBGraph, nodes: set[str]) -> nx.DiGraph:
     """The subgraph on `nodes` with a `fill` per node and a `color` per evidence edge."""
-    from flopkb.graph.queries import not_applicable
-
     na = not_applicable(kg)
     sub = nx.DiGraph(kg.g.subgraph(nodes))
     for n, d in sub.nodes(data=True):

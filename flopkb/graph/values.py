@@ -1,10 +1,11 @@
 """Quantity values on one accelerator, for the graph queries, from `flopkb.hardware`'s model.
 
-`flopkb.hardware.HardwareModel` evaluates specs and computed quantities (the numbers `flopkb hw`
-shows); this module only adds what the graph needs on top: a `status` saying WHY a value is absent
-(`null`: the part lacks a feature, so a claim on it is not applicable; `missing`: no spec
-recorded; `error`: a formula that cannot be evaluated), and overridden specs for `what-if`
-(a copy of the accelerator record with the new values, evaluated by a fresh model).
+`flopkb.hardware.model.HardwareModel` evaluates specs and computed quantities (the numbers
+`flopkb hw` shows); this module only adds what the graph needs on top: a `status` saying WHY a
+value is absent (`null`: the part lacks a feature, so a claim on it is not applicable;
+`missing`: no spec recorded; `error`: a formula that cannot be evaluated), and overridden specs
+for `what-if` (a copy of the accelerator record with the new values, evaluated by a fresh
+model).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from flopkb.hardware import HardwareModel, finite_ratio
+from flopkb.hardware.model import HardwareModel, finite_ratio
 from flopkb.model import AcceleratorRecord, QuantityRecord, Spec
 
 Status = Literal["spec", "override", "computed", "null", "missing", "error"]

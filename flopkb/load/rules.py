@@ -56,7 +56,7 @@ LOAD_RULES: dict[str, tuple[Severity, str]] = {
         E,
         "a schema_version 1 class record carries `flop.hardware_parameters` (added in 2)",
     ),
-    # The filesystem walk (flopkb/walk.py, flopkb/load/safefile.py): located at the entry itself.
+    # The filesystem walk (flopkb/load/walk.py, safefile.py): located at the entry itself.
     "FKB130": (E, "a FIFO, device or socket where a record file should be; never opened"),
     "FKB131": (E, "a symlink that resolves outside the KB root, dangles or loops; never followed"),
     "FKB132": (E, "a folder that cannot be listed (permissions, I/O); its records go unchecked"),

@@ -44,7 +44,7 @@ Size = Annotated[int, Field(ge=1, le=MAX_SIZE), BeforeValidator(a_number)]
 
 
 class LayerType(str, Enum):
-    """What one sublayer is; `flopkb.modelcost` has a cost formula for each."""
+    """What one sublayer is; `flopkb.architecture.cost` has a cost formula for each."""
 
     attention = "attention"  # softmax attention (MHA/GQA) over the whole context
     sliding_attention = "sliding_attention"  # softmax attention over the last `sliding_window`

@@ -62,7 +62,7 @@ class VerifyLink(Strict):
 
 
 class ArchitectureValue(str, Enum):
-    """A quantity computed from architecture records (`flopkb.modelcost`) that a row can name."""
+    """A quantity computed from architecture records (`flopkb.architecture.cost`) a row names."""
 
     attention_share = "attention_share"  # % of layers holding an attention sublayer
     non_attention_share = "non_attention_share"  # 100 - attention_share

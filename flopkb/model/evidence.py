@@ -42,7 +42,7 @@ class Measured(Strict):
 class Round(Strict):
     """One independent round of one implementation combination (schema 4): what the
     experiment's `judge` reads, per round. The record's `statistics.data` and `sweep` are these
-    rounds merged by `flopkb.verify.rounds.merge_rounds`; `flopkb validate` merges and judges them
+    rounds merged by `flopkb.evidence.rounds.merge_rounds`; `flopkb validate` merges and judges them
     again and compares the verdict."""
 
     data: dict[str, Any] = Field(default_factory=dict)
@@ -127,7 +127,7 @@ class EvidenceRecord(RecordBase):
     )
     tolerance: dict[str, Number] | None = Field(
         default=None,
-        description="schema 4: the tolerances the verdict was decided with (flopkb.verify.stats)",
+        description="schema 4: the tolerances the verdict was decided with (flopkb.evidence.stats)",
     )
 
     @field_validator("timestamp", mode="before")

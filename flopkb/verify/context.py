@@ -15,6 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from flopkb.kernelpkg import kernels_root, load_op
 from flopkb.verify import timing as _timing
 from flopkb.verify.errors import ExperimentError
 from flopkb.verify.errors import PeerUnavailable as PeerUnavailable
@@ -95,7 +96,9 @@ class Context:
     # accelerator specs of the KB (accelerator id -> {quantity: value}) for experiments that
     # simulate other parts (D2), and the KB itself for reading them
     kb: Any = None
-    # the independent round being measured (flopkb.verify.rounds): input makers draw their
+    # the accelerator record the run's GPU matched (`flopkb.verify.machine.match_accelerator`)
+    accelerator: str | None = None
+    # the independent round being measured (flopkb.evidence.rounds): input makers draw their
     # random inputs from `seed(base)`, so each round times fresh data
     round: int = 0
     _deadline: float = math.inf
@@ -169,9 +172,6 @@ class Context:
 
     def load(self, op: str, module: str) -> ModuleType:
         """`kernels/<op>/<module>.py` of the KB (the bundled one when the KB has no `op`)."""
-        from flopkb.kernelpkg import load_op
-        from flopkb.verify.hashing import kernels_root
-
         return load_op(op, module, kernels_root(self.kb_root, op))
 
     def peer(self, name: str) -> ModuleType:

@@ -1,10 +1,13 @@
-"""The machine fingerprint stored with every measurement (evidence and bench results)."""
+"""The machine fingerprint stored with every measurement (evidence and bench results), and the
+accelerator record it is."""
 
 from __future__ import annotations
 
 import platform
 import subprocess
 from typing import Any
+
+from flopkb.grammar.matching import matches
 
 
 def _nvidia_smi(query: str, index: int = 0) -> str | None:
@@ -55,3 +58,17 @@ def fingerprint() -> dict[str, Any]:
         "clocks_mhz": _nvidia_smi("clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem", index),
     }
     return info
+
+
+def match_accelerator(kb, gpu_name: str | None) -> str | None:
+    """The accelerator record whose `match` regexes (case-insensitive) match the GPU name.
+
+    Patterns are compiled under `flopkb.grammar.matching`'s bounds: one that validation refuses
+    (FKB420) matches nothing here, and matching never raises.
+    """
+    if not gpu_name:
+        return None
+    for acc_id, acc in sorted(kb.accelerators.items()):
+        if matches(acc.match, gpu_name):
+            return acc_id
+    return None

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from flopkb.atomic import atomic_path
+from flopkb.grammar.text import plain_g
 
 VERDICT_COLOURS = {
     "confirmed": "#2ca02c",
@@ -474,15 +475,6 @@ def _interval(m: dict[str, Any]) -> str:
     if low is not None and high is not None and (low, high) != (value, value):
         text += f" [{plain_g(low, digits)}, {plain_g(high, digits)}] (p10/p90)"
     return text
-
-
-def plain_g(x: float, digits: int) -> str:
-    """`digits` significant digits, never in exponent form for 10**digits - 0.5 <= |x| < 1e9
-    (19600 tokens, not 1.96e+04; 999.5 -> 1000)."""
-    if 10**digits - 0.5 <= abs(x) < 1e9:
-        places = digits - len(str(int(abs(x))))
-        return str(int(round(x, places))) if places <= 0 else f"{x:.{places}f}"
-    return f"{x:.{digits}g}"
 
 
 def _rule_lines(view: ClaimView) -> list[str]:

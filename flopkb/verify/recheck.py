@@ -2,8 +2,8 @@
 (same experiment, same implementation combinations), and say whether it reproduces.
 
 Torch-free comparison (`compare`), so the rule is tested with fake measurements; `recheck` runs
-the GPU side through the runner and writes no evidence (a recheck must not change the pooled
-verdict behind the user's back: `flopkb verify --gpu --claim ...` records a new run).
+the GPU side through `flopkb.verify.execute` and writes no evidence (a recheck must not change
+the pooled verdict behind the user's back: `flopkb verify --gpu --claim ...` records a new run).
 
 A combination reproduces when its new verdict is the recorded one and its new value lies inside
 the recorded interval; `verdict holds` when the verdict is the same but the value moved outside
@@ -13,10 +13,12 @@ the interval (the interval was too narrow for between-run spread); `differs` oth
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from flopkb.evidence.hashing import judge_changed
 from flopkb.model import EvidenceRecord, Measured
+from flopkb.verify.execute import run_gpu
+from flopkb.verify.plan import plan
 
 REPRODUCES, VERDICT_HOLDS, DIFFERS, NOT_MEASURED = (
     "reproduces", "verdict holds", "differs", "not measured")
@@ -83,20 +85,17 @@ def reproduces(outcomes: list[Outcome]) -> bool:
     return bool(outcomes) and outcomes[0].status == REPRODUCES
 
 
-def recheck(kb: Any, kb_root: Path | None, ev: EvidenceRecord, **run: Any
+def recheck(kb: Any, ev: EvidenceRecord, **run: Any
             ) -> tuple[dict[str, Any] | None, list[Outcome]]:
     """Run `ev`'s claim again on this GPU (no evidence written) and compare. `run`: the
-    options of `runner.run_gpu` (rounds, device, command, ...). Raises NoGpuError, ValueError."""
-    from flopkb.verify import runner
-
+    options of `flopkb.verify.execute.run_gpu` (rounds, device, command, ...). Raises
+    NoGpuError, ValueError."""
     if ev.claim is None:
         raise ValueError(f"{ev.id} is a calibration: it has no claim to measure again")
-    jobs, _ = runner.plan(kb, claim=ev.claim)
+    jobs, _ = plan(kb, claim=ev.claim)
     jobs = [j for j in jobs if j.experiment == ev.experiment]
     if not jobs:
         raise ValueError(f"{ev.claim} no longer links experiment {ev.experiment!r}")
-    from flopkb.verify.hashing import judge_changed
-
     changed = judge_changed(kb.catalogue(), ev)
     if changed:
         raise ValueError(f"{ev.id} was judged under revision {changed[0]} of "
@@ -104,6 +103,6 @@ def recheck(kb: Any, kb_root: Path | None, ev: EvidenceRecord, **run: Any
                          f"its verdict cannot be re-checked by the new rule; "
                          f"`flopkb verify --gpu --claim {ev.claim}` records a new run")
     impl = "all" if len(ev.judgements) > 1 else "bundled"
-    machine, results = runner.run_gpu(kb, kb_root, jobs, impl=impl, write=False, **run)
+    machine, results = run_gpu(kb, jobs, impl=impl, write=False, **run)
     mine = [r for r in results or [] if r.claim == ev.claim]
     return machine, compare(ev, mine[0].as_dict()) if mine else []

@@ -15,8 +15,8 @@ import yaml
 from typer.testing import CliRunner
 
 from flopkb.cli import app
+from flopkb.evidence import store as ev_io
 from flopkb.model import EvidenceRecord
-from flopkb.verify import evidence as ev_io
 from tests.unit.verify_fixtures import stored_ratio, write_kb
 
 runner = CliRunner()

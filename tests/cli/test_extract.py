@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 
 from flopkb.cli import app
 from flopkb.extract import extract_record, propose
+from flopkb.grammar.text import normalise
 from flopkb.kb import load_kb
 from flopkb.paths import bundled_root
-from flopkb.text import normalise
 
 runner = CliRunner()
 KB = ["--kb", str(bundled_root())]

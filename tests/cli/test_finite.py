@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from flopkb.cli import app
 from flopkb.graph.values import ratio
-from flopkb.hardware import finite_ratio, rounded
+from flopkb.hardware.model import finite_ratio, rounded
 
 runner = CliRunner()
 BUNDLED = Path(__file__).resolve().parents[2] / "records"

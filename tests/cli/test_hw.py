@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flopkb.cli import app
-from flopkb.hardware import hw_compare, hw_show
+from flopkb.hardware.show import hw_compare, hw_show
 from flopkb.kb import load_kb
 from flopkb.paths import bundled_root
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from flopkb.architecture.show import model_show
 from flopkb.cli import app
 from flopkb.kb import load_kb
-from flopkb.modelshow import model_show
 from flopkb.paths import bundled_root
 
 runner = CliRunner()

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from flopkb.cli import app
 from flopkb.extras import install_hint
-from flopkb.verify import runner
+from flopkb.verify import execute
 from tests.unit.verify_fixtures import write_kb
 
 cli = CliRunner()
@@ -46,7 +46,7 @@ def test_plan_mode_text_prints_a_table(tmp_path):
 
 
 def test_gpu_without_gpu_exits_2_with_one_sentence(tmp_path, monkeypatch):
-    monkeypatch.setattr(runner, "gpu_available", lambda: False)
+    monkeypatch.setattr(execute, "gpu_available", lambda: False)
     root = write_kb(tmp_path)
     result = cli.invoke(app, ["--kb", str(root), "verify", "--gpu"])
     assert result.exit_code == 2

@@ -136,7 +136,7 @@ def test_a_block_reads_the_file_the_manifest_names(tmp_path: Path) -> None:
 
 def test_implementation_sensitive_claims_are_named_under_the_verdict_table(
         tmp_path: Path, src: Sources) -> None:
-    # the pooled flag (flopkb.verify.pooled): what `flopkb claims` shows
+    # the pooled flag (flopkb.evidence.pooled): what `flopkb claims` shows
     sensitive = {c for c in verdicts.CLAIMS
                  if c in src.pooled and src.pooled[c].implementation_sensitive}
     assert sensitive  # the committed runs have some; the sentence must name exactly those

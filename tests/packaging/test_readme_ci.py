@@ -61,3 +61,10 @@ def test_the_first_command_sets_up_the_same_way_and_validates() -> None:
     first = [step.strip() for step in readme_commands()[0].split(" && ")]
     assert first[:2] == ci_steps()[:2]
     assert first[-1] == ".venv/bin/flopkb validate"
+
+
+def test_ci_also_runs_ruff_over_the_whole_tree() -> None:
+    text = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    after = text.split("# <<<", 1)[1]
+    lines = [line.strip() for line in after.splitlines() if line.strip() and line[0] != "#"]
+    assert ".venv/bin/ruff check ." in lines

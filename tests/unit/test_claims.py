@@ -7,7 +7,7 @@ import datetime as dt
 import pytest
 
 from flopkb.claims import list_claims
-from flopkb.hardware import UnknownRecord
+from flopkb.hardware.model import UnknownRecord
 from flopkb.kb import KnowledgeBase, load_kb
 from flopkb.model import EvidenceRecord
 from flopkb.paths import bundled_root

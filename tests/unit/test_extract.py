@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flopkb.extract import lift_magnitudes, propose, reproduction, sentences
+from flopkb.grammar.magnitude import parse_magnitude
+from flopkb.grammar.text import normalise
 from flopkb.kb import KnowledgeBase, load_kb
-from flopkb.magnitude import parse_magnitude
 from flopkb.paths import bundled_root
-from flopkb.text import normalise
 
 
 @pytest.fixture(scope="module")
@@ -102,9 +102,10 @@ def test_absolute_lifts_validate_against_their_sentence() -> None:
 
 
 def test_the_unit_pattern_is_the_unit_table() -> None:
-    """extract's prefix-tree unit pattern recognises exactly flopkb.units' spellings (bare "B"
-    left out on purpose)."""
-    from flopkb import extract, units
+    """extract's prefix-tree unit pattern recognises exactly flopkb.grammar.units' spellings (bare
+    "B" left out on purpose)."""
+    from flopkb import extract
+    from flopkb.grammar import units
 
     whole = re.compile(rf"(?:{extract._UNITS})\Z")
     table = {u for u, unit in units.UNITS.items() if unit.dimension != "fraction" and u != "B"}

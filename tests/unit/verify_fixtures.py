@@ -7,9 +7,9 @@ from pathlib import Path
 
 import yaml
 
+from flopkb.evidence import catalogue
+from flopkb.evidence.store import _NoAliasDumper
 from flopkb.paths import bundled_root
-from flopkb.verify import registry
-from flopkb.verify.evidence import _NoAliasDumper
 
 # Row id, experiment, magnitude, conditions (tiny: the Triton interpreter runs them on the CPU).
 SSD = {"tokens": 64, "seq_len": 32, "heads": 2, "head_dim": 16, "state_dim": 16, "chunk_size": 16}
@@ -101,9 +101,9 @@ def linked_experiments() -> set[str]:
 
 def all_experiments() -> set[str]:
     # the serving experiments read architecture records, which this KB does not carry; their
-    # own tests drive them with the bundled records (tests/unit/test_verify_serving.py)
-    serving = {n for n in registry.EXPERIMENTS if n.startswith("serving-")}
-    return set(registry.EXPERIMENTS) - {"calibration"} - serving
+    # own tests drive them with the bundled records (tests/unit/verify/test_serving.py)
+    serving = {n for n in catalogue.EXPERIMENTS if n.startswith("serving-")}
+    return set(catalogue.EXPERIMENTS) - {"calibration"} - serving
 
 
 # (ratio, p10 corner, p90 corner) that a ratio experiment's judge reads as each verdict

@@ -43,9 +43,9 @@ def _columns(src: Sources) -> list[dict[str, Any]]:
 
 def _round_values(src: Sources, e: EvidenceRecord) -> list[float]:
     """Each of `e`'s rounds judged alone (the value a one-round run would have reported)."""
-    from flopkb.magnitude import parse_magnitude
-    from flopkb.verify.rederive import judge_stored
-    from flopkb.verify.rounds import merge_rounds
+    from flopkb.evidence.rederive import judge_stored
+    from flopkb.evidence.rounds import merge_rounds
+    from flopkb.grammar.magnitude import parse_magnitude
 
     mag = parse_magnitude((e.expected or {}).get("text") or "qualitative")
     out = []

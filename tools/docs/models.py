@@ -19,7 +19,7 @@ def _gib(value: float) -> str:
 
 def block_model_table(src: Sources) -> str:
     """Computed parameters of every architecture record and its roofline bounds on the H200."""
-    from flopkb.modelshow import model_show
+    from flopkb.architecture.show import model_show
 
     kb = src.kb
     rows = []
@@ -36,15 +36,15 @@ def block_model_table(src: Sources) -> str:
             f"{r['prefill_tokens_per_s']:,.0f}", f"{r['decode_tokens_per_s']:,.0f}",
             "-" if r["max_batch"] is None else str(r["max_batch"]),
         ])  # fmt: skip
-    from flopkb.hardware import HardwareModel
-    from flopkb.modelshow import hardware_values
+    from flopkb.architecture.show import hardware_values
+    from flopkb.hardware.model import HardwareModel
 
     hw = hardware_values(HardwareModel(kb), ACCELERATOR, "bf16")
     head = paragraph(
         f"`flopkb model show ID --context {MODEL_CONTEXT} --on {ACCELERATOR}` for every "
         "architecture record (bf16 weights, KV cache and state; batch 1; computed from the records "
-        "by `flopkb.modelcost`, reported counts in brackets from each record's source). Bounds "
-        f"are rooflines from {ACCELERATOR}'s datasheet values in the KB "
+        "by `flopkb.architecture.cost`, reported counts in brackets from each record's source). "
+        f"Bounds are rooflines from {ACCELERATOR}'s datasheet values in the KB "
         f"({hw['bf16_tensor_flops']:g} TFLOP/s bf16, {hw['hbm_bandwidth']:g} TB/s, "
         f"{hw['memory_capacity']:g} GB): upper bounds, not measurements. A largest batch of 0: "
         "the bf16 weights alone do not fit on one part:"
@@ -57,8 +57,8 @@ def block_model_table(src: Sources) -> str:
 
 def block_model_claims(src: Sources) -> str:
     """The model-level rows whose figure is computed from architecture records."""
+    from flopkb.architecture.show import shown
     from flopkb.claims import list_claims
-    from flopkb.modelshow import shown
 
     kb = src.kb
     rows = []

@@ -13,9 +13,9 @@ from typing import Any
 
 import yaml
 
+from flopkb.evidence.pooled import Pooled, pooled
 from flopkb.kb import load_files, load_kb
 from flopkb.model import EvidenceRecord
-from flopkb.verify.pooled import Pooled, pooled
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = Path("bench") / "results" / "MANIFEST.yaml"

@@ -1,5 +1,5 @@
 """The hooks of the bundled experiments: one module per experiment, named by the `hook` of its
-declaration in the bundled KB's `experiments/` (see `flopkb.verify.registry`), and `generic`,
+declaration in the bundled KB's `experiments/` (see `flopkb.evidence.catalogue`), and `generic`,
 the runner of declarations that name no hook. Each defines:
 
 - `DEFAULTS`: the conditions it runs under when a claim row does not set them;

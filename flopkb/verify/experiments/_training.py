@@ -12,17 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-PASSES = ("forward", "backward", "forward+backward")
-ALIASES = {"fwd": "forward", "prefill": "forward", "inference": "forward", "bwd": "backward",
-           "training": "forward+backward", "train": "forward+backward",
-           "fwd+bwd": "forward+backward", "forward-backward": "forward+backward"}
-
-
-def normalise(value: Any) -> str | None:
-    """A row's `pass` as one of PASSES, or None when it names none of them."""
-    text = str(value).strip().lower()
-    text = ALIASES.get(text, text)
-    return text if text in PASSES else None
+from flopkb.evidence.measurement import PASSES
+from flopkb.verify.errors import ExperimentError
 
 
 def step(fn: Callable[..., Any], args: Sequence[Any], wrt: Sequence[int], pass_: str,
@@ -111,8 +102,6 @@ def optional_step(ctx: Any, label: str, fn: Callable[..., Any], args: Sequence[A
     try:
         return timed_step(ctx, label, fn, args, pass_, **point)
     except Exception as exc:
-        from flopkb.verify.context import ExperimentError
-
         if isinstance(exc, ExperimentError):
             raise
         first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""

@@ -6,11 +6,14 @@ same GPU (datasheet figures are leads only: an H200 reaches about 790 of its 989
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flopkb.verify.context import Context, ExperimentError
-from flopkb.verify.experiments._common import Judgement, Measurement
-from flopkb.verify.stats import Interval
+from flopkb.evidence.measurement import Judgement, Measurement
+from flopkb.evidence.stats import Interval
+from flopkb.verify.errors import ExperimentError
+
+if TYPE_CHECKING:
+    from flopkb.verify.context import Context
 
 DEFAULTS: dict[str, Any] = {"gemm_size": 8192, "copy_bytes": 2 * 2**30}
 

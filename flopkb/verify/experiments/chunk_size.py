@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flopkb.verify import stats
-from flopkb.verify.context import Context
-from flopkb.verify.experiments._common import Judgement, Measurement, point_row, size_of
-from flopkb.verify.stats import ratio_interval
+from flopkb.evidence import stats
+from flopkb.evidence.measurement import Judgement, Measurement, point_row, size_of
+from flopkb.evidence.stats import ratio_interval
+
+if TYPE_CHECKING:
+    from flopkb.verify.context import Context
 
 DEFAULTS: dict[str, Any] = {"state_dim": 64, "head_dim": 64, "heads": 32, "tokens": 32768,
                             "seq_len": 4096, "chunk_size": 64, "pass": "forward"}

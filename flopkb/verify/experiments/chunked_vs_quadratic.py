@@ -4,12 +4,14 @@ three launches and a state round trip through memory, so it should lose at short
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flopkb.verify import stats
-from flopkb.verify.context import Context
-from flopkb.verify.experiments._common import Judgement, Measurement, point_row
-from flopkb.verify.stats import Interval, ratio_interval
+from flopkb.evidence import stats
+from flopkb.evidence.measurement import Judgement, Measurement, point_row
+from flopkb.evidence.stats import Interval, ratio_interval
+
+if TYPE_CHECKING:
+    from flopkb.verify.context import Context
 
 DEFAULTS: dict[str, Any] = {"state_dim": 64, "head_dim": 64, "heads": 32, "tokens": 32768,
                             "chunk_size": 64, "pass": "forward"}

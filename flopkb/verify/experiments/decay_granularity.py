@@ -4,10 +4,9 @@ state channel (GLA / HGRN2: a vector over N per head and step), same shapes and 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flopkb.verify.context import Context
-from flopkb.verify.experiments._common import (
+from flopkb.evidence.measurement import (
     Judgement,
     Measurement,
     judge_ratio,
@@ -15,7 +14,10 @@ from flopkb.verify.experiments._common import (
     ratio_of,
     size_of,
 )
-from flopkb.verify.stats import ratio_interval
+from flopkb.evidence.stats import ratio_interval
+
+if TYPE_CHECKING:
+    from flopkb.verify.context import Context
 
 DEFAULTS: dict[str, Any] = {"state_dim": 64, "head_dim": 64, "heads": 32, "tokens": 32768,
                             "seq_len": 4096, "chunk_size": 64, "pass": "forward"}

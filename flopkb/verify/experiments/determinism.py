@@ -10,11 +10,13 @@ costs depends on the operation.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flopkb.verify.context import Context
-from flopkb.verify.experiments._common import Judgement, Measurement, point_row
-from flopkb.verify.stats import Interval, ratio_interval
+from flopkb.evidence.measurement import Judgement, Measurement, point_row
+from flopkb.evidence.stats import Interval, ratio_interval
+
+if TYPE_CHECKING:
+    from flopkb.verify.context import Context
 
 DEFAULTS: dict[str, Any] = {"elements": 16 * 2**20, "repeats": 100}
 SWEEP = (2**20, 64 * 2**20)
@@ -144,6 +146,7 @@ CUB_CRITERION = (
     "reported, not required above 1: atomics permit variation, a given GPU and size need not "
     "show it"
 )
+
 BUNDLED_CRITERION = ("atomic > 1 distinct and fixed order exactly 1 confirms; fixed order > 1 "
                      "refutes; both 1 is inconclusive")
 

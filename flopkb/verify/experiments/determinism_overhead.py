@@ -29,17 +29,13 @@ bundled pair is not that algorithm, so the figure row is not applicable to it.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flopkb.verify.context import Context
-from flopkb.verify.experiments._common import (
-    Judgement,
-    Measurement,
-    judge_ratio,
-    point_row,
-    ratio_of,
-)
-from flopkb.verify.stats import Interval, claimed_interval, decide, ratio_interval
+from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio, point_row, ratio_of
+from flopkb.evidence.stats import Interval, claimed_interval, decide, ratio_interval
+
+if TYPE_CHECKING:
+    from flopkb.verify.context import Context
 
 DEFAULTS: dict[str, Any] = {"elements": 16 * 2**20}
 SWEEP = (2**20, 4 * 2**20, 16 * 2**20, 64 * 2**20, 256 * 2**20)

@@ -6,9 +6,9 @@ implementation chosen for each side, checks its output against its reference (a 
 never confirms anything), times it with `Context.time` (device events, warm-up, median of many
 repetitions, the roofline floor from the side's FLOP and byte formulas), and computes the produced
 quantities. `judge` reads the claim's magnitude against the quantity that matches its form, with
-the verdict rule of `flopkb.verify.stats`.
+the verdict rule of `flopkb.evidence.stats`.
 
-Callables are resolved here, at run time, as `flopkb.verify.declared` resolved them statically:
+Callables are resolved here, at run time, as `flopkb.evidence.declared` resolved them statically:
 `torch...:name` from torch, anything else from the KB's kernels/ (or the bundled ones).
 """
 
@@ -18,13 +18,18 @@ import importlib
 import itertools
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from flopkb.evidence import links, stats
+from flopkb.evidence.measurement import Judgement, Measurement
+from flopkb.evidence.stats import Interval, ratio_interval
+from flopkb.grammar.formula import parse_formula
+from flopkb.kernelpkg import kernels_root, load_module
 from flopkb.model.experiment import Experiment, Implementation, Input, Produced, Side
-from flopkb.verify import links, stats
-from flopkb.verify.context import Context, ExperimentError
-from flopkb.verify.experiments._common import Judgement, Measurement
-from flopkb.verify.stats import Interval, ratio_interval
+from flopkb.verify.errors import ExperimentError
+
+if TYPE_CHECKING:
+    from flopkb.verify.context import Context
 
 # How a state is named in timing labels and sweep rows: the axis values, in declared order.
 STATE_SEP = ", "
@@ -32,9 +37,6 @@ STATE_SEP = ", "
 
 def resolve_callable(spec: str, kb_root: Path | None) -> Any:
     """The function `module:function` names (torch's, or the KB's / bundled kernels')."""
-    from flopkb.kernelpkg import load_module
-    from flopkb.verify.hashing import kernels_root
-
     module, _, function = spec.partition(":")
     if module == "torch" or module.startswith("torch."):
         loaded = importlib.import_module(module)
@@ -49,8 +51,6 @@ def resolve_callable(spec: str, kb_root: Path | None) -> Any:
 def _formula_value(text: str | None, state: dict[str, Any]) -> float:
     if not text:
         return 0.0
-    from flopkb.formula import parse_formula
-
     return parse_formula(text).evaluate({k: float(v) for k, v in state.items()
                                          if isinstance(v, (int, float))})
 

@@ -12,13 +12,16 @@ own comparison as the issue states it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flopkb.verify import stats
-from flopkb.verify.context import Context, ExperimentError, PeerUnavailable
+from flopkb.evidence import stats
+from flopkb.evidence.measurement import Judgement, Measurement, point_row, size_of
+from flopkb.evidence.stats import Interval
+from flopkb.verify.errors import ExperimentError, PeerUnavailable
 from flopkb.verify.experiments import _training
-from flopkb.verify.experiments._common import Judgement, Measurement, point_row, size_of
-from flopkb.verify.stats import Interval
+
+if TYPE_CHECKING:
+    from flopkb.verify.context import Context
 
 DEFAULTS: dict[str, Any] = {"width": 2048, "state_dim": 128, "tokens": 32768, "seq_len": 4096,
                             "chunk_size": 64, "head_dim": 128, "base_head_dim": 64,

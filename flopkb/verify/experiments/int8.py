@@ -8,17 +8,13 @@ inputs in [-16, 16] keep every partial sum exact in fp32, so all three must agre
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flopkb.verify.context import Context
-from flopkb.verify.experiments._common import (
-    Judgement,
-    Measurement,
-    judge_ratio,
-    point_row,
-    ratio_of,
-)
-from flopkb.verify.stats import ratio_interval
+from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio, point_row, ratio_of
+from flopkb.evidence.stats import ratio_interval
+
+if TYPE_CHECKING:
+    from flopkb.verify.context import Context
 
 DEFAULTS: dict[str, Any] = {"size": 8192}
 CHECK_ROWS = 128

@@ -5,17 +5,14 @@ reference module provides one), so the kernel is compared with the best plain al
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flopkb.verify.context import Context, ExperimentError
-from flopkb.verify.experiments._common import (
-    Judgement,
-    Measurement,
-    judge_ratio,
-    point_row,
-    ratio_of,
-)
-from flopkb.verify.stats import ratio_interval
+from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio, point_row, ratio_of
+from flopkb.evidence.stats import ratio_interval
+from flopkb.verify.errors import ExperimentError
+
+if TYPE_CHECKING:
+    from flopkb.verify.context import Context
 
 DEFAULTS: dict[str, Any] = {"state_dim": 64, "head_dim": 64, "heads": 32, "batch": 2,
                             "chunk_size": 64, "pass": "forward"}

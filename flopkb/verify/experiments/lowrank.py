@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flopkb.verify.context import Context
-from flopkb.verify.experiments._common import Judgement, Measurement, judge_ratio, point_row
-from flopkb.verify.stats import Interval, ratio_interval
+from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio, point_row
+from flopkb.evidence.stats import Interval, ratio_interval
+
+if TYPE_CHECKING:
+    from flopkb.verify.context import Context
 
 DEFAULTS: dict[str, Any] = {"tokens": 16384, "size": 4096, "rank_fraction": 0.25}
 

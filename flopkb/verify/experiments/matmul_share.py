@@ -13,12 +13,16 @@ share of the forward's matmul terms is reported beside the time share.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flopkb.verify import stats
-from flopkb.verify.context import Context, ExperimentError
-from flopkb.verify.experiments._common import Judgement, Measurement, point_row, size_of
-from flopkb.verify.stats import Interval
+from flopkb.evidence import stats
+from flopkb.evidence.measurement import Judgement, Measurement, point_row, size_of
+from flopkb.evidence.stats import Interval
+from flopkb.verify.errors import ExperimentError
+from flopkb.verify.experiments import _training
+
+if TYPE_CHECKING:
+    from flopkb.verify.context import Context
 
 DEFAULTS: dict[str, Any] = {"state_dim": 128, "head_dim": 64, "heads": 32, "tokens": 32768,
                             "seq_len": 4096, "chunk_size": 64, "pass": "forward"}
@@ -56,8 +60,6 @@ def kernel_timeline(fn: Any, args: tuple, reps: int) -> dict[str, float]:
 
 def training_share(ctx: Context, ssd_fn: Any, args: tuple) -> dict[str, Any]:
     """The matmul kernels' share of a forward+backward step's device time, over ROUNDS rounds."""
-    from flopkb.verify.experiments import _training
-
     step, step_args = _training.step(ssd_fn, args, _training.all_floats(args),
                                      "forward+backward")
     shares, totals, others = [], [], []

@@ -14,11 +14,14 @@ lists it, and on any other part verify records this measurement as not-applicabl
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flopkb.verify.context import Context
-from flopkb.verify.experiments._common import Judgement, Measurement, judge_ratio
-from flopkb.verify.stats import Interval, ratio_interval
+from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio
+from flopkb.evidence.stats import Interval, ratio_interval
+from flopkb.hardware.model import HardwareModel
+
+if TYPE_CHECKING:
+    from flopkb.verify.context import Context
 
 DEFAULTS: dict[str, Any] = {"size": 8192, "elements": 1 << 25, "iters": 256, "pass": "forward"}
 # elements of the chain checked against the float64 reference, and the short chain checked too
@@ -45,16 +48,9 @@ def cpu_check(ctx: Context) -> None:
 
 
 def _datasheet(ctx: Context) -> dict[str, Any]:
-    """tensor_to_simt_ratio of the part this run is on, as the KB computes it (None off a GPU or
-    when no accelerator record matches)."""
-    import torch
-
-    if ctx.kb is None or not torch.cuda.is_available():
-        return {"accelerator": None, "tensor_to_simt_ratio": None}
-    from flopkb.hardware import HardwareModel
-    from flopkb.verify.runner import match_accelerator
-
-    acc_id = match_accelerator(ctx.kb, torch.cuda.get_device_name())
+    """tensor_to_simt_ratio of the part this run is on (the accelerator record the run matched),
+    as the KB computes it (None off a GPU or when no accelerator record matches)."""
+    acc_id = ctx.accelerator if ctx.kb is not None and ctx.gpu else None
     if acc_id is None:
         return {"accelerator": None, "tensor_to_simt_ratio": None}
     value = HardwareModel(ctx.kb).value(ctx.kb.accelerators[acc_id], "tensor_to_simt_ratio")

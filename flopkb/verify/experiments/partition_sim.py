@@ -24,11 +24,16 @@ in a simulation say nothing about other parts' kernels). Its evidence never back
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flopkb.verify.context import Context, ExperimentError
-from flopkb.verify.experiments._common import Judgement, Measurement, point_row
-from flopkb.verify.stats import Interval
+from flopkb.evidence.measurement import Judgement, Measurement, point_row
+from flopkb.evidence.stats import Interval
+from flopkb.kb import load_kb
+from flopkb.paths import bundled_root
+from flopkb.verify.errors import ExperimentError
+
+if TYPE_CHECKING:
+    from flopkb.verify.context import Context
 
 # 64M fp32 = 16384 tiles of 4096: more tiles than any KB part's grid, so every SM count cuts.
 DEFAULTS: dict[str, Any] = {"elements": 64 * 2**20, "repeats": 5, "seeds": 3,
@@ -42,9 +47,6 @@ def sm_counts(ctx: Context) -> dict[int, list[str]]:
     """SM count -> the KB's accelerators with it (their `sm_count` spec)."""
     kb = ctx.kb
     if kb is None:
-        from flopkb.kb import load_kb
-        from flopkb.paths import bundled_root
-
         kb, _ = load_kb(ctx.kb_root or bundled_root())
     out: dict[int, list[str]] = {}
     for acc_id, acc in sorted(kb.accelerators.items()):

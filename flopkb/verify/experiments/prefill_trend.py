@@ -17,12 +17,15 @@ way).
 from __future__ import annotations
 
 from itertools import pairwise
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flopkb.verify.context import Context, ExperimentError
+from flopkb.evidence.measurement import Judgement, Measurement, point_row
+from flopkb.evidence.stats import CONFIRMED, INCONCLUSIVE, REFUTED, Interval
+from flopkb.verify.errors import ExperimentError
 from flopkb.verify.experiments import roofline
-from flopkb.verify.experiments._common import Judgement, Measurement, point_row
-from flopkb.verify.stats import CONFIRMED, INCONCLUSIVE, REFUTED, Interval
+
+if TYPE_CHECKING:
+    from flopkb.verify.context import Context
 
 DEFAULTS: dict[str, Any] = {"d_model": 2048, "state_dim": 16, "tokens": 16384, "pass": "forward"}
 LENGTHS = (1024, 2048, 4096, 8192, 16384)

@@ -6,12 +6,15 @@ time over that prediction is the misprediction factor. Alongside: the fraction o
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flopkb.verify import stats
-from flopkb.verify.context import Context, ExperimentError
-from flopkb.verify.experiments._common import Judgement, Measurement, point_row
-from flopkb.verify.stats import Interval
+from flopkb.evidence import stats
+from flopkb.evidence.measurement import Judgement, Measurement, point_row
+from flopkb.evidence.stats import Interval
+from flopkb.verify.errors import ExperimentError
+
+if TYPE_CHECKING:
+    from flopkb.verify.context import Context
 
 DEFAULTS: dict[str, Any] = {"d_model": 2048, "state_dim": 16, "tokens": 16384, "pass": "forward"}
 THRESHOLD = 2.0

@@ -4,12 +4,14 @@ point), so any swing between neighbours is what the roofline misses."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flopkb.verify import stats
-from flopkb.verify.context import Context
-from flopkb.verify.experiments._common import Judgement, Measurement, point_row
-from flopkb.verify.stats import Interval
+from flopkb.evidence import stats
+from flopkb.evidence.measurement import Judgement, Measurement, point_row
+from flopkb.evidence.stats import Interval
+
+if TYPE_CHECKING:
+    from flopkb.verify.context import Context
 
 DEFAULTS: dict[str, Any] = {"size": 4096}
 FULL_OFFSETS = (-64, -33, -8, -1, 0, 1, 8, 31, 64)

@@ -21,13 +21,16 @@ exact figure; `Rx at L`: the ratio at L).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flopkb.magnitude import Magnitude
-from flopkb.verify import stats
-from flopkb.verify.context import Context, ExperimentError
-from flopkb.verify.experiments._common import Judgement, Measurement, point_row, size_of
-from flopkb.verify.stats import Interval, ratio_interval
+from flopkb.evidence import stats
+from flopkb.evidence.measurement import Judgement, Measurement, point_row, size_of
+from flopkb.evidence.stats import Interval, ratio_interval
+from flopkb.grammar.magnitude import Magnitude
+from flopkb.verify.errors import ExperimentError
+
+if TYPE_CHECKING:
+    from flopkb.verify.context import Context
 
 DEFAULTS: dict[str, Any] = {"batch": 1, "dim": 1024, "state_dim": 16, "dtype": "bfloat16",
                             "heads": 16, "head_dim": 64, "min_len": 512, "max_len": 524288,

@@ -11,18 +11,14 @@ kept beside it (`forward_ratio`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flopkb.verify.context import Context
+from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio, point_row, ratio_of
+from flopkb.evidence.stats import divide, sum_interval
 from flopkb.verify.experiments import _training
-from flopkb.verify.experiments._common import (
-    Judgement,
-    Measurement,
-    judge_ratio,
-    point_row,
-    ratio_of,
-)
-from flopkb.verify.stats import divide, sum_interval
+
+if TYPE_CHECKING:
+    from flopkb.verify.context import Context
 
 DEFAULTS: dict[str, Any] = {"d_model": 2048, "state_dim": 16, "tokens": 16384, "seq_len": 4096,
                             "pass": "forward+backward"}

@@ -4,10 +4,9 @@ inputs, identical function (both checked against the reference and against each 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flopkb.verify.context import Context
-from flopkb.verify.experiments._common import (
+from flopkb.evidence.measurement import (
     Judgement,
     Measurement,
     judge_ratio,
@@ -15,7 +14,10 @@ from flopkb.verify.experiments._common import (
     ratio_of,
     size_of,
 )
-from flopkb.verify.stats import ratio_interval
+from flopkb.evidence.stats import ratio_interval
+
+if TYPE_CHECKING:
+    from flopkb.verify.context import Context
 
 # State sizes swept beside the claim's own.
 STATE_SWEEP = (16, 128)

@@ -1,5 +1,5 @@
 """Model-level serving claims: each layer type timed at the claim's shapes, composed by the
-architecture's pattern counts (`flopkb.serving`), read as model / baseline tokens/s.
+architecture's pattern counts (`flopkb.architecture.serving`), read as model / baseline tokens/s.
 
 The hook of the four serving declarations (`experiments/serving-*.yaml`); each declaration's
 `point` gives the claim's conditions (the model and baseline architecture records, the phase,
@@ -13,29 +13,33 @@ A generation of n tokens is timed at its mean context (`prompt + n/2`): per-step
 the context (attention reads L keys; everything else is constant), so n steps at the mean context
 take the sum of the n steps' times. Readings: `equal_batch` (both at `batch`) and, where
 `memory_limited` is asked for, each model at the largest batch its KV cache and state allow on
-`accelerator` (`flopkb.modelcost`, at most `max_batch`). The verdict reads `reading`; the other
-reading is reported beside it.
+`accelerator` (`flopkb.architecture.cost`, at most `max_batch`). The verdict reads `reading`; the
+other reading is reported beside it.
 
-The timed sublayers are `kernels/layers/` (`prefill.py`, `decode.py`), loaded and hashed like
-the kernels. Never run on a GPU yet: `measure` and the layers are untested there; `judge` and the
-composition are tested with fake timings (tests/unit/test_verify_serving.py).
+Never run on a GPU yet: `measure` and `_serving_layers` are untested there; `judge` and the
+composition are tested with fake timings (tests/unit/verify/test_serving.py).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flopkb.model import LayerType
-from flopkb.serving import (
+from flopkb.architecture.serving import (
     compose,
     interval_of,
     layer_counts,
     memory_limited_batch,
     reading,
 )
-from flopkb.verify.context import Context, ExperimentError
-from flopkb.verify.experiments._common import Judgement, Measurement, judge_ratio, size_of
-from flopkb.verify.stats import Interval
+from flopkb.architecture.show import hardware_values
+from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio, size_of
+from flopkb.evidence.stats import Interval
+from flopkb.hardware.model import HardwareModel
+from flopkb.model import LayerType
+from flopkb.verify.errors import ExperimentError
+
+if TYPE_CHECKING:
+    from flopkb.verify.context import Context
 
 READINGS = ("equal_batch", "memory_limited")
 # what every serving declaration shares; its `point` names the rest (flopkb.verify.runner)
@@ -74,9 +78,6 @@ def batches(s: dict[str, Any], kb: Any) -> dict[str, dict[str, int]]:
     """reading -> side -> batch."""
     out = {"equal_batch": {"model": s["batch"], "baseline": s["batch"]}}
     if s["reading"] == "memory_limited" or s.get("also_memory_limited"):
-        from flopkb.hardware import HardwareModel
-        from flopkb.modelshow import hardware_values
-
         hw = hardware_values(HardwareModel(kb), s["accelerator"], "bf16")
         out["memory_limited"] = {
             side: memory_limited_batch(kb.architectures[s[key]], s["decode_context"],

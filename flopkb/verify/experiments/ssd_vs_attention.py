@@ -8,13 +8,16 @@ Reads a `crossover at L` magnitude as the length where t(attention) / t(SSD) cro
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flopkb.verify import stats
-from flopkb.verify.context import Context, ExperimentError
+from flopkb.evidence import stats
+from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio, point_row
+from flopkb.evidence.stats import Interval, ratio_interval
+from flopkb.verify.errors import ExperimentError
 from flopkb.verify.experiments import _training
-from flopkb.verify.experiments._common import Judgement, Measurement, judge_ratio, point_row
-from flopkb.verify.stats import Interval, ratio_interval
+
+if TYPE_CHECKING:
+    from flopkb.verify.context import Context
 
 DEFAULTS: dict[str, Any] = {"state_dim": 64, "head_dim": 64, "heads": 32, "tokens": 32768,
                             "chunk_size": 64, "pass": "forward"}

@@ -9,11 +9,9 @@ what the claim's "fused scan" runs.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flopkb.verify.context import Context
-from flopkb.verify.experiments import _training
-from flopkb.verify.experiments._common import (
+from flopkb.evidence.measurement import (
     Judgement,
     Measurement,
     judge_ratio,
@@ -21,7 +19,11 @@ from flopkb.verify.experiments._common import (
     ratio_of,
     size_of,
 )
-from flopkb.verify.stats import ratio_interval
+from flopkb.evidence.stats import ratio_interval
+from flopkb.verify.experiments import _training
+
+if TYPE_CHECKING:
+    from flopkb.verify.context import Context
 
 # State sizes swept beside the claim's own.
 STATE_SWEEP = (16, 128)

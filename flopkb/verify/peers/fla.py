@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flopkb.verify.context import PeerUnavailable
+from flopkb.verify.errors import PeerUnavailable
 from flopkb.verify.peers import version
 
 

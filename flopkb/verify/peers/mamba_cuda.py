@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from flopkb.verify.context import PeerUnavailable
+from flopkb.verify.errors import PeerUnavailable
 
 NAME = "flopkb_mamba_selective_scan"
 SDIST_GLOB = "mamba_ssm-*.tar.gz"

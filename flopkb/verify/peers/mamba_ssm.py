@@ -14,7 +14,7 @@ import types
 from collections.abc import Callable
 from pathlib import Path
 
-from flopkb.verify.context import PeerUnavailable
+from flopkb.verify.errors import PeerUnavailable
 from flopkb.verify.peers import version
 
 

@@ -1,0 +1,62 @@
+"""The code that measures and judges an experiment, resolved by name from its declaration.
+
+A declaration's `hook` is a module name: a bundled one (`flopkb.verify.experiments.<module>`) is
+imported by that name, a KB's own (`<op>.<module>`, below its kernels/) is loaded from the KB's
+kernels/ folder; a declaration without a hook runs on the declaration-only runner
+(`DECLARATION_RUNNER`, also imported by name). Nothing here imports the run or torch: a hook
+module imports neither at module level, so `flopkb validate` resolves a bundled hook to re-derive
+a stored verdict with the experiment's own `judge` (`flopkb.evidence.rederive`) and never loads
+the KB's own code (`kb_code=False`).
+
+`experiment_module` is the one seam both `verify` and validate go through (tests replace it).
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+from flopkb.evidence.declared import BUNDLED_HOOKS, ExperimentInfo
+from flopkb.kernelpkg import kernels_root, load_module
+
+# The module whose DeclaredExperiment runs a hook-less declaration (the module protocol below).
+DECLARATION_RUNNER = f"{BUNDLED_HOOKS}generic"
+
+
+class KBCodeRefused(LookupError):
+    """The experiment's hook is the KB's own code, which this caller never runs."""
+
+
+def experiment_module(info: ExperimentInfo, kb_root: Path | None, *, kb_code: bool = True
+                      ) -> Any:
+    """What runs experiment `info`: an object with the module protocol (DEFAULTS, PASSES,
+    cpu_check, measure, judge). Its hook module (bundled, or with `kb_code` one below the KB's
+    kernels/), or the declaration-only runner for a hook-less declaration. Raises KBCodeRefused
+    for a KB's hook without `kb_code`."""
+    if info.hook is None:
+        assert info.declaration is not None
+        runner = importlib.import_module(DECLARATION_RUNNER)
+        return runner.DeclaredExperiment(info.declaration, kb_root)
+    module, _, attr = info.hook.partition(":")
+    if module.startswith(BUNDLED_HOOKS):
+        loaded = importlib.import_module(module)
+    elif not kb_code:
+        raise KBCodeRefused(f"{info.name}'s hook {info.hook!r} is the KB's own code")
+    else:
+        loaded = load_module(module, kernels_root(kb_root, module.split(".")[0]))
+    hook = getattr(loaded, attr) if attr else loaded
+    point = info.declaration.point if info.declaration is not None else {}
+    return WithPoint(hook, point) if point else hook
+
+
+class WithPoint:
+    """A hook whose DEFAULTS the declaration's `point` completes: the claim's conditions are data
+    in the declaration, and several declarations share one hook's code."""
+
+    def __init__(self, hook: Any, point: dict[str, Any]) -> None:
+        self._hook = hook
+        self.DEFAULTS = {**getattr(hook, "DEFAULTS", {}), **point}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._hook, name)

@@ -1,0 +1,42 @@
+"""D2's simulation has a picture: the bit pattern each simulated SM count's partition gave, per
+input (the committed evidence's rows, redrawn by tools/replot_evidence.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flopkb.verify.experiments import partition_sim
+
+ROOT = Path(__file__).resolve().parents[3]
+EVIDENCE = ROOT / "records/evidence"
+D2 = EVIDENCE / "ev-gpu-reduction--run-to-run-not-cross-hardware-h200-sxm-20261201t154848z.yaml"
+
+
+def test_patterns_number_the_bit_patterns_per_input() -> None:
+    rows = [{"seed": 0, "bits": "a"}, {"seed": 0, "bits": "b"}, {"seed": 0, "bits": "a"},
+            {"seed": 1, "bits": "b"}]  # fmt: skip
+    assert [r["pattern"] for r in partition_sim.with_patterns(rows)] == [1, 2, 1, 1]
+
+
+def _replot() -> Any:
+    spec = importlib.util.spec_from_file_location(
+        "replot_evidence", ROOT / "tools/replot_evidence.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_committed_d2_evidence_is_drawn(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    [written] = _replot().replot([D2], tmp_path)
+    assert written.name == D2.stem + ".png" and written.read_bytes()[:4] == b"\x89PNG"
+    # and the picture is committed beside it, as docs/results.md says of every evidence record
+    assert (D2.parent / written.name).is_file()
