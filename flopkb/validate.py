@@ -180,7 +180,8 @@ def _kb_info(root: Path | None) -> dict[str, Any] | None:
     if root is None:
         return None
     bundled = os.path.abspath(root) == os.path.abspath(bundled_root())
-    return {"root": str(root), "bundled": bundled}
+    # the library reads no config file: the caller passes `kb_info` when it did
+    return {"root": str(root), "bundled": bundled, "config": None, "isolated": False}
 
 
 def validate(
@@ -226,7 +227,14 @@ def validate(
         root = Path(given[0])
     if exclude:
         report = [p for p in report if not excluded(p, root, exclude)]
-        load = [p for p in load if not excluded(p, root, exclude)]
+        kept = [p for p in load if not excluded(p, root, exclude)]
+        if load and not kept:
+            # "ok in 0 record files" would pass a KB that was never read
+            raise ValidationInputError(
+                f"exclude {list(exclude)} matches every record file of the KB "
+                f"({len(_unique(load))}): nothing would be checked"
+            )
+        load = kept
     # the report set's spellings come first and win: findings name files as the user gave them
     report = _unique(report)
     loaded = _unique([*report, *load])

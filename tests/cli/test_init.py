@@ -29,7 +29,9 @@ def test_init_then_validate_is_clean(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["ok"] is True and data["errors"] == data["warnings"] == []
-    assert data["kb"] == {"root": str(kb), "bundled": False}
+    assert data["kb"] == {
+        "root": str(kb), "bundled": False, "config": str(kb / "flopkb.toml"), "isolated": False
+    }
     # the example claim's quantity resolves from the copied bundled quantities
     claims = json.loads(run("claims", "-f", "json").stdout)
     assert [(c["claim"], c["quantity"]) for c in claims] == [
