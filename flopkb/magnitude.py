@@ -24,6 +24,9 @@ An absolute magnitude has kind "absolute", `dimension` one of flopkb.units' voca
 `condition` {"from": 0.012, "from_text": "12 ms", "to_text": "4 ms"}; both ends of one dimension.
 `figures` keeps each number exactly as written ("1,979") so that rule 2 (no new figures) can look
 for it in the prose.
+
+Digits are ASCII 0-9 only, as in the formula grammar: `৪x` (a Bengali four, which looks like an
+8), `𝟒x` or `P=１２８` is refused, the hint giving the ASCII reading (`flopkb.text.foreign_digits`).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from flopkb import budget, units
+from flopkb.text import ascii_digits, foreign_digits
 
 MagnitudeKind = Literal[
     "ratio", "percent", "proportion", "crossover", "value", "qualitative", "absolute", "change"
@@ -67,7 +71,12 @@ _FIGURE = re.compile(_FIGURE_NUMBER)
 
 
 class MagnitudeError(ValueError):
-    """A magnitude outside the grammar; the message says what was expected."""
+    """A magnitude outside the grammar; the message says what was expected, `hint` (when set)
+    how to write it."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
 
 
 @dataclass(frozen=True)
@@ -170,6 +179,12 @@ def parse_magnitude(text: str) -> Magnitude:
         raise MagnitudeError(
             f"expected a magnitude of at most {budget.MAX_MAGNITUDE_CHARS} characters, "
             f"got {len(text)}"
+        )
+    foreign = foreign_digits(text)
+    if foreign is not None:
+        raise MagnitudeError(
+            f"expected ASCII digits 0-9, got {foreign.describe()} in {text!r}",
+            f"it reads as {ascii_digits(text)!r}: write that, in ASCII digits",
         )
     norm = _normalise(text)
     figures = tuple(_FIGURE.findall(norm))
