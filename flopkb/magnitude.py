@@ -25,8 +25,9 @@ An absolute magnitude has kind "absolute", `dimension` one of flopkb.units' voca
 `figures` keeps each number exactly as written ("1,979") so that rule 2 (no new figures) can look
 for it in the prose.
 
-Digits are ASCII 0-9 only, as in the formula grammar: `৪x` (a Bengali four, which looks like an
-8), `𝟒x` or `P=１２８` is refused, the hint giving the ASCII reading (`flopkb.text.foreign_digits`).
+Digits are ASCII 0-9 only, as in the formula grammar: a Bengali four (U+09EA, which looks like
+an 8), a mathematical bold or a fullwidth digit is refused, the hint giving the ASCII reading
+(`flopkb.text.foreign_digits`).
 """
 
 from __future__ import annotations

@@ -107,10 +107,11 @@ def closest_span(prose: str, effect: str, words: list[str] | None = None) -> str
     return text if len(text) <= _SPAN_HINT_MAX else text[: _SPAN_HINT_MAX - 3] + "..."
 
 
-# A figure is written in ASCII digits, as the formula grammar reads numbers (`re.ASCII`): Python's
-# `\d`, `int()` and `float()` also take every other script's decimal digits ("৪" is 4 and looks
-# like 8; mathematical bold "𝟒", fullwidth "４"), so a reviewer would read one figure and the
-# checks another. `[^\D0-9]`: a decimal digit (Unicode category Nd) that is not 0-9.
+# A figure is written in ASCII digits, as the formula grammar reads numbers (`re.ASCII`):
+# Python's `\d`, `int()` and `float()` also take every other script's decimal digits (a Bengali
+# four, U+09EA, is 4 and looks like 8; mathematical bold and fullwidth digits), so a reviewer
+# would read one figure and the checks another. `[^\D0-9]`: a decimal digit (Unicode category
+# Nd) that is not 0-9.
 _FOREIGN_DIGIT = re.compile(r"[^\D0-9]")
 # how far around a foreign digit its figure is shown (a run of digits, separators and a unit)
 _FIGURE_REACH = 24

@@ -1,11 +1,11 @@
 """FKB214: a figure the provenance rules read, written in digits other than ASCII 0-9.
 
-Python reads every script's decimal digits as numbers (`float("৪")` is 4.0, and a Bengali four
-looks like an 8), so a record could show a reviewer one figure while the checks and the
-experiments read another. The formula and magnitude grammars take ASCII digits only (a magnitude
+Python reads every script's decimal digits as numbers (`float()` of a Bengali four, U+09EA, is
+4.0, and it looks like an 8), so a record could show a reviewer one figure while the checks and
+the experiments read another. The formula and magnitude grammars take ASCII digits only (a magnitude
 with other digits is FKB203); this rule covers the rest of what rule 2 and verify read: the prose
 whose numbers a magnitude must quote, and a claim row's `conditions` (an experiment runs at
-`head_dim: ১২৮` as at 128). The hint gives the ASCII reading.
+`head_dim` in Bengali digits as at 128). The hint gives the ASCII reading.
 """
 
 from __future__ import annotations

@@ -118,7 +118,7 @@ def test_a_config_in_a_subfolder_is_named_in_the_summary(
     result = runner.invoke(app, ["validate", str(path)])
     assert result.exit_code == 0
     assert result.stdout.splitlines()[-1].endswith(f"; config {config}")
-    code, data = run(str(path))
+    _, data = run(str(path))
     assert data["kb"]["config"] == str(config)
 
 
