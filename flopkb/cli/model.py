@@ -8,7 +8,15 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from flopkb.cli.common import FormatOption, OutputFormat, console, emit_json, fail, kb_root
+from flopkb.cli.common import (
+    FormatOption,
+    OutputFormat,
+    console,
+    emit_json,
+    fail,
+    kb_root,
+    report_error,
+)
 from flopkb.cli.help import example
 from flopkb.cli.tables import IdTable
 from flopkb.hardware import UnknownRecord
@@ -87,6 +95,9 @@ def show(
         fail(f"{exc} (see `flopkb validate`)", code=1, kind="record")
     if fmt is OutputFormat.json:
         emit_json(data)
+        # the document says it (`out_of_range` of each roofline); a second one would not parse
+        if any(r["out_of_range"] for r in data["rooflines"].values()):
+            raise typer.Exit(1)
         return
     c = data["computed"]
     # a title is record content: never read as rich markup
@@ -144,3 +155,15 @@ def show(
     console.print(bounds)
     for line in c["assumptions"]:
         console.print(f"assumed: {line}", markup=False, highlight=False)
+    _out_of_range(data)
+
+
+def _out_of_range(data: dict[str, Any]) -> None:
+    """A part whose datasheet values leave the float range (validate's FKB423) has no bounds:
+    the rest is shown, then one line names it and the command exits 1, like a finding."""
+    bad = [acc for acc, r in data["rooflines"].items() if r["out_of_range"]]
+    if bad:
+        reason = data["rooflines"][bad[0]]["out_of_range"]
+        more = f" (and {len(bad) - 1} more accelerators)" if len(bad) > 1 else ""
+        report_error(f"{bad[0]}: {reason}{more}; see `flopkb validate`")
+        raise typer.Exit(1)

@@ -26,6 +26,7 @@ from flopkb.graph.values import PartValues, Value, ratio
 from flopkb.hardware import HardwareModel, hw_compare
 from flopkb.kb import KnowledgeBase
 from flopkb.model import QuantityRecord
+from flopkb.text import ascii_digits, foreign_digits
 from flopkb.verify.hashing import stale_evidence
 
 Edge = dict[str, str]
@@ -384,8 +385,8 @@ def diff(kg: KBGraph, a: str, b: str) -> dict[str, Any]:
 
 
 def parse_settings(items: Iterable[str]) -> dict[str, float]:
-    """`QUANTITY=VALUE` strings -> {quantity: value}; GraphQueryError on a malformed item or a
-    value that is not a finite number (nan, inf)."""
+    """`QUANTITY=VALUE` strings -> {quantity: value}; GraphQueryError on a malformed item, a
+    value that is not a finite number (nan, inf) or one not written in ASCII digits."""
     out: dict[str, float] = {}
     for item in items:
         name, sep, text = item.partition("=")
@@ -395,6 +396,13 @@ def parse_settings(items: Iterable[str]) -> dict[str, float]:
             value = float(text)
         except ValueError:
             raise GraphQueryError(f"expected QUANTITY=NUMBER, got {item!r}") from None
+        foreign = foreign_digits(text)
+        if foreign is not None:
+            # float() reads every script's digits; a figure is ASCII here as in the records
+            raise GraphQueryError(
+                f"expected ASCII digits 0-9, got {foreign.describe()} in {item!r} (it reads as "
+                f"{ascii_digits(text.strip())!r})"
+            )
         if not math.isfinite(value):
             raise GraphQueryError(f"expected a finite number, got {item!r}")
         out[name.strip()] = value
