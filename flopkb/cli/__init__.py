@@ -40,9 +40,25 @@ from flopkb.cli.common import (
 )
 from flopkb.cli.help import EPILOG, example
 
+FORMAT_HELP = (
+    "-f, --format <text|json>",
+    "the command's output: text for people, json for scripts (stable; validate also github, "
+    "sarif); before or after the command (for `graph export`: the file format)",
+)
+
 
 class FlopkbGroup(TyperGroup):
     """The root command: one-line (or JSON) usage errors, never a traceback unless --debug."""
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        """The root's options, and `--format`: each command owns it (`flopkb.cli.argv` moves it
+        after the command), so click would not list it here, though it is accepted here."""
+        records = [r for p in self.get_params(ctx) if (r := p.get_help_record(ctx)) is not None]
+        at = next((i for i, r in enumerate(records) if r[0].startswith("--version")), -1) + 1
+        records.insert(at, FORMAT_HELP)
+        with formatter.section("Options"):
+            formatter.write_dl(records)
+        self.format_commands(ctx, formatter)
 
     def main(  # type: ignore[override]
         self,
