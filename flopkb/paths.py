@@ -75,6 +75,12 @@ class KbLocation:
             return "--isolated: no config read"
         return f"config {self.config.file}" if self.config.file is not None else "no config"
 
+    def summary(self) -> str:
+        """`describe()` and the config used, the file named once (`how` may name it already)."""
+        if self.config.file is not None and str(self.config.file) in self.how:
+            return self.describe()
+        return f"{self.describe()}; {self.config_used()}"
+
 
 def records_folder(root: Path) -> Path:
     return root / "records" if (root / "records").is_dir() else root

@@ -147,7 +147,7 @@ def validate(
             if where is None:
                 checked = "files outside any KB" + ("; --isolated" if isolated else "")
             else:
-                checked = f"{where.describe()}; {where.config_used()}"
+                checked = where.summary()
             out = "".join(lines[:-1]) + lines[-1].rstrip("\n") + f"; {visible(checked)}\n"
     sys.stdout.write(out)
     raise typer.Exit(result.exit_code)

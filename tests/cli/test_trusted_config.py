@@ -127,7 +127,8 @@ def test_every_summary_names_its_config(repo: Path) -> None:
     assert last.endswith("(found from the current folder upward); no config")
     (repo / "flopkb.toml").write_text("strict = false\n")
     last = runner.invoke(app, ["validate"]).stdout.splitlines()[-1]
-    assert last.endswith(f"; config {repo / 'flopkb.toml'}")
+    # the KB was found through its config: named once
+    assert last.endswith(f"(config {repo / 'flopkb.toml'})")
     last = runner.invoke(app, ["validate", "--isolated"]).stdout.splitlines()[-1]
     assert last.endswith("; --isolated: no config read")
 
