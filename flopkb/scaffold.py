@@ -111,7 +111,7 @@ def _planned(today: dt.date) -> dict[Path, str]:
     return files
 
 
-def _folders_inside(root: Path, relatives: list[Path]) -> None:
+def folders_inside(root: Path, relatives: list[Path]) -> None:
     """InitError unless every folder between `root` and each file is a real folder (or absent):
     a symlink would take the write out of `root`."""
     seen: set[Path] = set()
@@ -124,8 +124,8 @@ def _folders_inside(root: Path, relatives: list[Path]) -> None:
             seen.add(current)
             if current.is_symlink():
                 raise InitError(
-                    f"{current} is a symlink: flopkb init never writes through one (it would "
-                    "write outside the KB folder); remove it, or init another folder"
+                    f"{current} is a symlink: flopkb never writes through one (it would write "
+                    "outside the KB folder); replace it with a folder"
                 )
             if current.exists() and not current.is_dir():
                 raise InitError(f"{current} exists and is not a folder")
@@ -140,7 +140,7 @@ def init_kb(target: Path, today: dt.date | None = None) -> InitResult:
     result = InitResult(root=root)
     files = _planned(today or dt.date.today())
     folders = [Path(f) / "-" for f in ("schema", *(f"records/{kind}" for kind in KIND_FOLDERS))]
-    _folders_inside(root, [*folders, *files])
+    folders_inside(root, [*folders, *files])
     try:
         for folder in folders:
             (root / folder.parent).mkdir(parents=True, exist_ok=True)
@@ -156,7 +156,7 @@ def init_kb(target: Path, today: dt.date | None = None) -> InitResult:
                 result.kept.append(path)
                 continue
             # again just before the write: a folder swapped for a link meanwhile is refused
-            _folders_inside(root, [relative])
+            folders_inside(root, [relative])
             try:
                 atomic_write_text(path, text)
             except UnsafeTarget:

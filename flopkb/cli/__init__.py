@@ -15,6 +15,7 @@ from typer.core import TyperGroup
 
 from flopkb import __version__
 from flopkb.cli import (
+    add,
     claims,
     evidence,
     extract,
@@ -159,6 +160,7 @@ app.command("claims", epilog=example("flopkb claims --record mamba2-ssd --format
 app.command("extract", epilog=example("flopkb extract selective-ssm-scan"))(extract.extract)
 app.command("verify", epilog=example("flopkb verify --record mamba2-ssd"))(verify.verify)
 app.command("init", epilog=example("flopkb init my-kb && cd my-kb && flopkb validate"))(init.init)
+app.command("add", epilog=example("flopkb add h200-sxm && flopkb validate"))(add.add)
 app.add_typer(schema.app, name="schema", epilog=example("flopkb schema export --check"))
 app.add_typer(evidence.app, name="evidence",
               epilog=example("flopkb evidence sign ev-mamba2-ssd--... --key ~/.ssh/id_ed25519"))
