@@ -19,10 +19,12 @@ from flopkb.cli.common import (
 )
 from flopkb.cli.help import example
 from flopkb.cli.tables import IdTable
+from flopkb.findings import Finding, Severity, sorted_findings
 from flopkb.hardware import UnknownRecord
-from flopkb.kb import load_kb
+from flopkb.kb import KnowledgeBase, load_kb
 from flopkb.modelcost import ArchitectureError
 from flopkb.modelshow import DEFAULT_CONTEXT, model_show
+from flopkb.plural import count
 
 app = typer.Typer(
     help="architecture records: sourced config, computed model parameters, roofline bounds",
@@ -79,7 +81,8 @@ def show(
     fmt: FormatOption = OutputFormat.text,
 ) -> None:
     """Sourced config, computed parameters at (L, B) and roofline bounds per accelerator."""
-    kb, _ = load_kb(kb_root(ctx))
+    kb, findings = load_kb(kb_root(ctx))
+    _refuse_invalid(kb, findings, architecture)
     try:
         for acc in on or []:
             if acc not in kb.accelerators:
@@ -156,6 +159,27 @@ def show(
     for line in c["assumptions"]:
         console.print(f"assumed: {line}", markup=False, highlight=False)
     _out_of_range(data)
+
+
+def _refuse_invalid(kb: KnowledgeBase, findings: list[Finding], arch_id: str) -> None:
+    """A record of this id that fails to load, or an architecture loaded with schema errors
+    (salvaged: what is missing would be computed wrong), is record content, not a usage error:
+    name the file and its first error, exit 1. (It is not "no architecture record".)"""
+    file = kb.unloaded.get(arch_id)
+    state = "does not load"
+    if file is None and arch_id in kb.architectures:
+        file, state = kb.partial.get(arch_id), "has schema errors"
+    if file is None:
+        return
+    errors = [f for f in sorted_findings(findings)
+              if f.file == file and f.severity is Severity.error]  # fmt: skip
+    first = f": {errors[0].file}:{errors[0].line}:{errors[0].column}: {errors[0].rule} " \
+            f"{errors[0].message}" if errors else ""
+    more = f" (and {count(len(errors) - 1, 'more error')})" if len(errors) > 1 else ""
+    fail(
+        f"the record {arch_id!r} exists ({file}) but {state}{first}{more}; see "
+        "`flopkb validate`", code=1, kind="record",
+    )  # fmt: skip
 
 
 def _out_of_range(data: dict[str, Any]) -> None:
