@@ -71,8 +71,9 @@ def validate(
         typer.Option(
             "--changed",
             help="pre-commit: PATHS are the changed files; also report the records that "
-            "reference them or a record file deleted in the git index, and the records they "
-            "reference (evidence -> its claim)",
+            "reference them or a record file deleted in the git index, the records they "
+            "reference (evidence -> its claim), and what a changed experiments/ or kernels/ "
+            "file feeds (its declarations, their claims and evidence)",
         ),
     ] = False,
     require_signed: Annotated[
@@ -133,6 +134,7 @@ def validate(
             changed=changed,
             deleted=staged.deleted,
             deleted_referenced=staged.referenced,
+            deleted_sources=staged.sources,
             require_signed=config.require_signed if require_signed is None else require_signed,
         )
     except (ValidationInputError, SelectionError) as exc:
