@@ -219,17 +219,27 @@ class Context:
         return max(1, min(cap, math.ceil(2 * self.l2_bytes / bytes_per_set)))
 
     def time(self, label: str, fn, arg_sets, *, flops: float = 0.0, nbytes: float = 0.0,
-             rate_scale: float = 1.0, graph: bool = False, **point: Any) -> Timing:
-        """Time `fn(*args)` over rotating `arg_sets` and check it against the roofline floor.
+             rate_scale: float = 1.0, graph: bool = True, decode: bool = False,
+             **point: Any) -> Timing:
+        """Time `fn(*args)` on the device over rotating `arg_sets` and check it against the
+        roofline floor (`flopkb.verify.timing`: CUDA-graph replay wherever capture works).
 
-        Recorded under `label` with its FLOPs, bytes, achieved rates and floor. A median under
-        FLOOR_MARGIN x floor raises ExperimentError: the kernel or the timer is broken.
+        Recorded under `label` with how it was timed, its FLOPs, bytes, achieved rates, floor and
+        achieved fraction of the floor. A median under FLOOR_MARGIN x floor raises
+        ExperimentError: the kernel or the timer is broken. `decode=True` (a decode step, whose
+        eager timing would measure launch gaps) refuses a call that cannot be captured instead of
+        timing it eagerly. `graph=False` only for a callable that must run eagerly.
         """
         self.tick()
         s = self.settings
         before = _timing.memory_mark()
-        timing = _timing.time_cuda(fn, arg_sets, warmup=s.warmup, reps=s.reps,
-                                   budget_ms=s.budget_ms, graph=graph)
+        try:
+            timing = _timing.time_cuda(fn, arg_sets, warmup=s.warmup, reps=s.reps,
+                                       budget_ms=s.budget_ms, graph=graph or decode,
+                                       require_graph=decode)
+        except _timing.CaptureRefused as exc:
+            raise ExperimentError(f"{label}: {exc}; a decode step is timed as a CUDA graph "
+                                  "replay or not at all") from exc
         entry: dict[str, Any] = {**point, **timing.as_dict(), "flops": flops, "bytes": nbytes,
                                  "rotations": len(arg_sets), **_timing.memory_since(before)}
         seconds = timing.median_ms / 1e3

@@ -166,9 +166,10 @@ def cpu_check(ctx: Context) -> None:
               _serving_layers.windowed_attention_reference(q, kc, vc, 5))
 
 
-def _timed(ctx: Context, label: str, built: Any, nbytes: float = 0.0, **point: Any) -> Interval:
+def _timed(ctx: Context, label: str, built: Any, nbytes: float = 0.0, decode: bool = False,
+           **point: Any) -> Interval:
     fn, args = built
-    t = ctx.time(label, fn, [args], nbytes=nbytes, **point)
+    t = ctx.time(label, fn, [args], nbytes=nbytes, decode=decode, **point)
     return Interval(t.median_ms / 1e3, t.p10_ms / 1e3, t.p90_ms / 1e3)
 
 
@@ -205,7 +206,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
                                                             s["decode_context"]),
                                         nbytes=layers.decode_floor_bytes(
                                             ctx, arch, k, batch, s["decode_context"]),
-                                        batch=batch, steps=s["decode_context"])
+                                        decode=True, batch=batch, steps=s["decode_context"])
                         for k in kinds}
                     torch.cuda.empty_cache()
         times[side] = per
