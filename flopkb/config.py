@@ -7,10 +7,16 @@ signed by a key in the KB's allowed_signers) and `sign_key` (the private key `ve
 the evidence it writes with, relative to the config file). The command line overrides each
 key it is given. A config file that cannot be read or holds an unknown key is a usage error
 (`ConfigError`, exit 2): a typo must not silently turn a check off.
+
+A pull request can edit the config, so it is not trusted to point anywhere: `root` must lie
+inside the folder holding the config or, when that folder is in a git repository, inside the
+repository (after symlinks are resolved), never `../../elsewhere` or an absolute path outside.
+`flopkb validate --isolated` reads no config at all.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +71,32 @@ def _strings(path: Path, key: str, value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _repository_top(folder: Path) -> Path | None:
+    """The top of the git repository `folder` lies in (the nearest folder above holding `.git`)."""
+    for candidate in [folder, *folder.parents]:
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+def _confined_root(path: Path, root: str) -> Path:
+    """`root` of config `path`, refused unless it resolves inside the config's folder or its
+    repository: a config a pull request wrote must not send validation to another tree."""
+    folder = Path(os.path.abspath(path.parent))
+    target = folder / root
+    bounds = [folder] + [top for top in [_repository_top(folder)] if top is not None]
+    real = os.path.realpath(target)
+    for bound in bounds:
+        top = os.path.realpath(bound)
+        if real == top or real.startswith(top.rstrip(os.sep) + os.sep):
+            return target
+    where = "its repository" if len(bounds) > 1 else "the folder holding it"
+    raise ConfigError(
+        f"{path}: `root` = {root!r} lies outside {where} ({bounds[-1]}); the KB root must be "
+        "a folder inside it"
+    )
+
+
 def read_config(path: Path) -> Config | None:
     """The config in `path`, or None when it is a pyproject.toml without `[tool.flopkb]`."""
     table = _table(path)
@@ -91,7 +123,7 @@ def read_config(path: Path) -> Config | None:
         file=path,
         require_signed=require_signed,
         sign_key=(path.parent / sign_key) if sign_key is not None else None,
-        root=(path.parent / root) if root is not None else None,
+        root=_confined_root(path, root) if root is not None else None,
         select=_strings(path, "select", table.get("select", [])),
         ignore=_strings(path, "ignore", table.get("ignore", [])),
         exclude=_strings(path, "exclude", table.get("exclude", [])),

@@ -6,6 +6,10 @@ folder that holds `records/`, or a config file (`flopkb.toml`, or pyproject.toml
 at the top of a git repository (a folder holding `.git`). The bundled KB is used only when asked
 (`--kb bundled`) or when nothing was found and no folder around `start` holds YAML records: a
 validator that silently checks the wrong KB would pass CI on a broken one.
+
+`isolated=True` (`flopkb validate --isolated`, for CI on untrusted pull requests) reads no
+config file at all: the KB is the folder holding `records/` (or `--kb`), the rules are the
+built-in ones, and nothing found means exit 2, never the bundled KB.
 """
 
 from __future__ import annotations
@@ -53,13 +57,29 @@ class KbLocation:
     bundled: bool
     how: str
     config: Config
+    # --isolated: no config file was read (config is the defaults)
+    isolated: bool = False
 
     def as_dict(self) -> dict[str, object]:
-        return {"root": str(self.root), "bundled": self.bundled}
+        config = str(self.config.file) if self.config.file is not None else None
+        return {"root": str(self.root), "bundled": self.bundled, "config": config,
+                "isolated": self.isolated}
 
     def describe(self) -> str:
         """`KB /path/to/kb (found: records/ above the current folder)`, for text summaries."""
         return f"KB {self.root} ({self.how})"
+
+    def config_used(self) -> str:
+        """Which settings a run used: `config /kb/flopkb.toml`, `no config`, or `--isolated`."""
+        if self.isolated:
+            return "--isolated: no config read"
+        return f"config {self.config.file}" if self.config.file is not None else "no config"
+
+    def summary(self) -> str:
+        """`describe()` and the config used, the file named once (`how` may name it already)."""
+        if self.config.file is not None and str(self.config.file) in self.how:
+            return self.describe()
+        return f"{self.describe()}; {self.config_used()}"
 
 
 def records_folder(root: Path) -> Path:
@@ -117,11 +137,15 @@ def _nearest_config(folders: list[Path]) -> Config | None:
     return None
 
 
-def find_kb(kb: str | Path | None = None, start: Path | None = None) -> KbLocation:
+def find_kb(
+    kb: str | Path | None = None, start: Path | None = None, isolated: bool = False
+) -> KbLocation:
     """The KB to work on (see the module docstring); raises KbNotFound, ConfigError."""
     here = Path(os.path.abspath(start or Path.cwd()))
     if here.is_file() or (not here.exists() and here.suffix in _SUFFIXES):
         here = here.parent
+    if isolated:
+        return _find_isolated(kb, here)
     folders = _ancestors(here)
     if kb is not None and str(kb) == BUNDLED:
         root = bundled_root()
@@ -151,6 +175,26 @@ def find_kb(kb: str | Path | None = None, start: Path | None = None) -> KbLocati
         )
     how = "bundled KB: no KB found from the current folder upward"
     return KbLocation(bundled_root(), True, how, Config())
+
+
+def _find_isolated(kb: str | Path | None, here: Path) -> KbLocation:
+    """`find_kb` without reading any config: `--kb`, else the nearest folder holding records/."""
+    if kb is not None and str(kb) == BUNDLED:
+        return KbLocation(bundled_root(), True, "bundled KB, --kb bundled", Config(), True)
+    if kb is not None:
+        given = Path(kb)
+        root = given.parent if given.name == "records" and given.is_dir() else given
+        return KbLocation(_checked_root(root, "--kb"), False, "--kb", Config(), True)
+    for folder in _ancestors(here):
+        if (folder / "records").is_dir():
+            how = "found from the current folder upward"
+            return KbLocation(folder, False, how, Config(), True)
+    # a config's `root` is not read here, and falling back to the bundled KB would check the
+    # wrong KB and pass
+    raise KbNotFound(
+        f"no records/ folder found from {here} upward; --isolated reads no config (so no "
+        "`root` key): pass --kb DIR, the folder holding records/"
+    )
 
 
 def _subfolders(folder: Path) -> list[Path]:

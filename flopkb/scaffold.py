@@ -10,7 +10,12 @@ sources its specs cite), one example class with one claim row, `flopkb.toml`, an
 Schema the records' first line points editors to.
 
 Nothing the user has is ever replaced: a file that exists is kept as it is (and reported), and a
-name that appears while init writes is not clobbered either (`flopkb.atomic`).
+name that appears while init writes is not clobbered either (`flopkb.atomic`). Nothing is written
+outside DIR: a folder init writes into (`records/`, `records/classes/`, `schema/`, ...) that is a
+symlink, or is not a folder, refuses the whole run before anything is written (a cloned
+repository's `records -> ~/.ssh` must not receive sixteen quantity files). DIR itself is the
+folder the user named and is taken as it is. The schema files are the generated ones
+(`flopkb.schema_export.generate`), all of them, so `flopkb schema export --check` holds at once.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from pathlib import Path
 
 from flopkb.atomic import UnsafeTarget, WritePolicy, atomic_write_text, writing
 from flopkb.paths import bundled_root
+from flopkb.schema_export import generate
 
 KIND_FOLDERS = ("classes", "accelerators", "quantities", "sources", "evidence")
 EXAMPLE_ACCELERATOR = "h100-sxm"
@@ -96,24 +102,48 @@ def _planned(today: dt.date) -> dict[Path, str]:
     files[Path(f"records/classes/{EXAMPLE_CLASS}.yaml")] = EXAMPLE.format(
         id=EXAMPLE_CLASS, accelerator=EXAMPLE_ACCELERATOR, date=today.isoformat()
     )
-    # the records' first line points editors at ../../schema/record.schema.json
-    schema = bundled / "schema" / "record.schema.json"
-    files[Path("schema/record.schema.json")] = schema.read_text(encoding="utf-8")
+    # the records' first line points editors at ../../schema/record.schema.json; the per-kind
+    # schemas beside it, so that `schema export --check` finds the folder up to date
+    for name, text in generate().items():
+        files[Path("schema") / name] = text
     # git keeps no empty folder: evidence/ holds a hidden marker (the walk skips hidden names)
     files[Path("records/evidence/.gitkeep")] = ""
     return files
 
 
+def folders_inside(root: Path, relatives: list[Path]) -> None:
+    """InitError unless every folder between `root` and each file is a real folder (or absent):
+    a symlink would take the write out of `root`."""
+    seen: set[Path] = set()
+    for relative in relatives:
+        current = root
+        for part in relative.parts[:-1]:
+            current = current / part
+            if current in seen:
+                continue
+            seen.add(current)
+            if current.is_symlink():
+                raise InitError(
+                    f"{current} is a symlink: flopkb never writes through one (it would write "
+                    "outside the KB folder); replace it with a folder"
+                )
+            if current.exists() and not current.is_dir():
+                raise InitError(f"{current} exists and is not a folder")
+
+
 def init_kb(target: Path, today: dt.date | None = None) -> InitResult:
-    """Scaffold a KB in `target` (made if missing); existing files are kept, never replaced."""
+    """Scaffold a KB in `target` (made if missing); existing files are kept, never replaced.
+    InitError (nothing written) where a folder below `target` is a symlink or a file."""
     root = Path(target)
     if root.exists() and not root.is_dir():
         raise InitError(f"{root} exists and is not a folder")
     result = InitResult(root=root)
     files = _planned(today or dt.date.today())
+    folders = [Path(f) / "-" for f in ("schema", *(f"records/{kind}" for kind in KIND_FOLDERS))]
+    folders_inside(root, [*folders, *files])
     try:
-        for folder in ("schema", *(f"records/{kind}" for kind in KIND_FOLDERS)):
-            (root / folder).mkdir(parents=True, exist_ok=True)
+        for folder in folders:
+            (root / folder.parent).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InitError(f"cannot make {exc.filename or root}: {exc.strerror or exc}") from None
     # a record id the KB already has, in any folder (ids are file stems), is not added twice
@@ -125,6 +155,8 @@ def init_kb(target: Path, today: dt.date | None = None) -> InitResult:
             if path.exists() or path.is_symlink() or (is_record and relative.stem in existing):
                 result.kept.append(path)
                 continue
+            # again just before the write: a folder swapped for a link meanwhile is refused
+            folders_inside(root, [relative])
             try:
                 atomic_write_text(path, text)
             except UnsafeTarget:

@@ -4,6 +4,12 @@ Codes match by prefix, as in ruff: `FKB2` selects every provenance rule, `FKB201
 `select` empty means every rule. The longest matching prefix decides, so `ignore = ["FKB2"]`
 with `select = ["FKB201"]` reports FKB201 alone (and on a tie `ignore` wins). FKB199 (an
 internal error) is never filtered: it says flopkb itself failed, so a clean report would lie.
+
+A selection that came (in part) from a config file (`from_config`) never hides what an inline
+comment cannot hide either: loading and structure findings (FKB1xx) and FKB303. A pull request
+edits the config as easily as a record, so it must not make a broken record vanish; an `ignore`
+entry that matches only those codes is refused (`SelectionError`). Flags on the command line are
+the caller's own choice and may.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from flopkb.findings import Finding
+from flopkb.suppression import suppressible
 
 ALWAYS_REPORTED = frozenset({"FKB199"})
 
@@ -27,6 +34,8 @@ class SelectionError(ValueError):
 class Selection:
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
+    # select or ignore was read from a config file: FKB1xx and FKB303 are reported regardless
+    from_config: bool = False
 
     def check_codes(self, known: Iterable[str]) -> None:
         codes = list(known)
@@ -36,9 +45,17 @@ class Selection:
                     f"rule {prefix!r} matches no rule code (codes look like FKB201; "
                     "a prefix such as FKB2 selects a group)"
                 )
+        if not self.from_config:
+            return
+        for prefix in self.ignore:
+            if not any(suppressible(code) for code in codes if code.startswith(prefix)):
+                raise SelectionError(
+                    f"ignore {prefix!r} matches only loading and structure findings (FKB1xx) "
+                    "or FKB303, which a config never hides (a broken record would vanish)"
+                )
 
     def reports(self, code: str) -> bool:
-        if code in ALWAYS_REPORTED:
+        if code in ALWAYS_REPORTED or (self.from_config and not suppressible(code)):
             return True
         selected = [len(p) for p in (self.select or ("",)) if code.startswith(p)]
         ignored = [len(p) for p in self.ignore if code.startswith(p)]

@@ -40,6 +40,8 @@ class Staged:
 
     deleted: list[Path] = field(default_factory=list)
     referenced: set[str] | None = field(default_factory=set)
+    # deleted experiment declarations and kernel files: `experiments/x.yaml`, `kernels/op/k.py`
+    sources: list[str] = field(default_factory=list)
 
 
 def _git(args: list[str | bytes], cwd: str | bytes) -> bytes:
@@ -64,7 +66,8 @@ def _committed(top: bytes, name: bytes, limits: Limits) -> bytes | None:
 
 
 def staged_deletions(kb_root: Path, limits: Limits | None = None) -> Staged:
-    """The record files of `kb_root` that the index deletes, and what they referenced."""
+    """The record files of `kb_root` that the index deletes, and what they referenced; and the
+    experiment declarations and kernel files it deletes (what they fed is reported too)."""
     limits = limits or Limits()
     top = _git(["rev-parse", "--show-toplevel"], str(kb_root)).rstrip(b"\n")
     names = _git(["diff", "--cached", "--name-only", "--diff-filter=DR", "--no-renames", "-z"], top)
@@ -73,8 +76,14 @@ def staged_deletions(kb_root: Path, limits: Limits | None = None) -> Staged:
     suffixes = tuple(os.fsencode(s) for s in RECORD_SUFFIXES)
     out = Staged()
     ours: list[tuple[bytes, bytes]] = []
+    sources = {folder: os.fsencode(os.path.realpath(kb_root / folder))
+               for folder in ("experiments", "kernels")}  # fmt: skip
     for name in filter(None, names.split(b"\0")):
         real = os.path.join(top, name)
+        for folder, base in sources.items():
+            if real.startswith(base + b"/"):
+                rel = os.fsdecode(os.path.relpath(real, base)).replace(os.sep, "/")
+                out.sources.append(f"{folder}/{rel}")
         if not real.startswith(real_records + b"/") or not real.endswith(suffixes):
             continue
         rel = os.path.relpath(real, real_records)

@@ -4,7 +4,8 @@ Given a KB root (a folder with `records/`), a records folder, or a set of files.
 a KB (`.../records/...`), the rest of that KB is loaded too so that references resolve, but only
 the given files are reported on: checking one edited file never fails on its neighbours. With
 `changed=True` (pre-commit) the report also covers every record that references an id of a given
-or deleted file, so deleting a cited record cannot pass.
+or deleted file, so deleting a cited record cannot pass, and what a changed experiment
+declaration or kernel file feeds (`flopkb.feeds`).
 
 Then the selection (`select`/`ignore`, excluded paths) and inline suppressions are applied.
 """
@@ -21,6 +22,7 @@ from flopkb import budget, suppression
 from flopkb.check import load_checks, run_checks
 from flopkb.check.base import RULES, CheckContext
 from flopkb.check.signatures import signature_findings
+from flopkb.feeds import fed_by, source_path
 from flopkb.findings import Finding, Severity, full_records, sorted_findings
 from flopkb.kb import KnowledgeBase, display_path, gc_paused, load_files
 from flopkb.load import Limits, load_finding
@@ -163,6 +165,13 @@ def _targets(paths: Sequence[Path], kb_root: Path | None = None) -> _Targets:
     return out
 
 
+def _other_source(path: Path, kb_root: Path) -> bool:
+    """A file below some `kernels/` or `experiments/` folder outside the KB's records/."""
+    if _inside(path, records_dir(kb_root)):
+        return False
+    return bool({"kernels", "experiments"} & set(Path(os.path.abspath(path)).parent.parts))
+
+
 def _unique(paths: Iterable[Path]) -> list[Path]:
     """First spelling of each file; absolute paths compare (no symlink resolution: syscalls)."""
     seen: dict[str, Path] = {}
@@ -181,7 +190,8 @@ def _kb_info(root: Path | None) -> dict[str, Any] | None:
     if root is None:
         return None
     bundled = os.path.abspath(root) == os.path.abspath(bundled_root())
-    return {"root": str(root), "bundled": bundled}
+    # the library reads no config file: the caller passes `kb_info` when it did
+    return {"root": str(root), "bundled": bundled, "config": None, "isolated": False}
 
 
 def validate(
@@ -196,6 +206,7 @@ def validate(
     changed: bool = False,
     deleted: Sequence[Path] = (),
     deleted_referenced: Collection[str] | None = (),
+    deleted_sources: Sequence[str] = (),
     require_signed: bool = False,
 ) -> ValidationResult:
     """Load, check and collect every finding; raises ValidationInputError only for a bad path.
@@ -206,7 +217,9 @@ def validate(
     `changed`: the paths are the changed files of a commit, `deleted` the removed ones: report on
     them, on every record that references one of their ids, and on every record they (or, for
     `deleted_referenced`, the deleted files' committed versions) reference; None there (what the
-    deleted files referenced is not known) reports on the whole KB.
+    deleted files referenced is not known) reports on the whole KB. Changed (or, in
+    `deleted_sources`, deleted) files under the KB's experiments/ and kernels/ report on what
+    they feed (`flopkb.feeds`): the declarations, the claims linking them, their evidence.
     `require_signed`: unsigned or wrongly signed evidence is an error (FKB515, FKB516).
     """
     limits = limits or Limits()
@@ -215,6 +228,18 @@ def validate(
     load_checks()
     selection.check_codes(RULES)
     given = [paths_or_root] if isinstance(paths_or_root, str | Path) else list(paths_or_root)
+    sources = list(deleted_sources)
+    if changed and kb_root is not None:
+        # changed experiment declarations and kernel files: not records, but what they feed is
+        for path in list(given):
+            rel = source_path(Path(path), kb_root)
+            if rel is not None:
+                sources.append(rel)
+                given.remove(path)
+            elif _other_source(Path(path), kb_root):
+                # the hook's pattern also matches a kernels/ or experiments/ folder that is
+                # not this KB's (other code in the repository): nothing of the KB to report
+                given.remove(path)
     if changed and not given and kb_root is not None:
         # only deletions: load the KB, report on what references them
         walk = walk_records(kb_root)
@@ -227,7 +252,14 @@ def validate(
         root = Path(given[0])
     if exclude:
         report = [p for p in report if not excluded(p, root, exclude)]
-        load = [p for p in load if not excluded(p, root, exclude)]
+        kept = [p for p in load if not excluded(p, root, exclude)]
+        if load and not kept:
+            # "ok in 0 record files" would pass a KB that was never read
+            raise ValidationInputError(
+                f"exclude {list(exclude)} matches every record file of the KB "
+                f"({len(_unique(load))}): nothing would be checked"
+            )
+        load = kept
     # the report set's spellings come first and win: findings name files as the user gave them
     report = _unique(report)
     loaded = _unique([*report, *load])
@@ -245,9 +277,14 @@ def validate(
         # both ways: what references them, and what they reference (evidence backs a claim row)
         near = referencing(kb, ids) | referenced_by(kb, given_ids) | set(deleted_referenced or ())
         shown_paths += [kb.files[rid] for rid in sorted(near) if rid in kb.files]
+        declarations, fed = fed_by(kb, kb_root, sources) if sources and kb_root else ([], [])
+        shown_paths += fed
         shown_paths = _unique(shown_paths if deleted_referenced is not None else loaded)
+    else:
+        declarations = []
     if len(loaded) != len(shown_paths):
-        shown = {display_path(p, cwd) for p in shown_paths} | {f.file for f in targets.scoped}
+        shown = {display_path(p, cwd) for p in [*shown_paths, *declarations]}
+        shown |= {f.file for f in targets.scoped}
         # an internal error (FKB199) names the KB, not a file: it must never be filtered away
         findings = [f for f in findings if f.file in shown or not f.file or f.rule == "FKB199"]
     findings = selection.apply(findings)
@@ -256,7 +293,8 @@ def validate(
     # suppressions of 10^4 files (or 40,000 in one) are collected
     with gc_paused():
         findings = suppression.apply(
-            findings, [(p, display_path(p, cwd)) for p in shown_paths], limits, set(RULES), judged
+            findings, [(p, display_path(p, cwd)) for p in [*shown_paths, *declarations]], limits,
+            set(RULES), judged,
         )
     findings = selection.apply(sorted_findings(findings))
     return ValidationResult(

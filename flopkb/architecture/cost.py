@@ -339,9 +339,15 @@ def compute(
     )
 
 
+# the largest batch a float counts exactly; a quotient beyond it is no batch size
+_MAX_BATCH = 2**53
+
+
 @dataclass(frozen=True)
 class Roofline:
-    """Upper bounds on one accelerator; None where an input is missing (with the reason)."""
+    """Upper bounds on one accelerator; None where an input is missing (with the reason), or
+    where an input or a bound leaves floating point's finite range (`out_of_range` says which:
+    `memory_capacity: 1e300` GB is 1e309 bytes, infinite as a float)."""
 
     accelerator: str
     prefill_tokens_per_s: float | None
@@ -350,14 +356,26 @@ class Roofline:
     max_batch: int | None
     bound: dict[str, str]  # phase -> "compute" | "memory"
     note: str | None = None
+    out_of_range: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
+def _quotient(a: float, b: float) -> float | None:
+    """a / b when it is a finite positive number; None for 0/0, overflow or underflow to 0."""
+    if b <= 0 or not math.isfinite(a) or not math.isfinite(b):
+        return None
+    out = a / b
+    return out if math.isfinite(out) and out > 0 else None
+
+
 def roofline(costs: Costs, accelerator: str, hw: Mapping[str, float | None]) -> Roofline:
     """Bounds of `costs` on a part whose datasheet values (in KB units: TFLOP/s, TB/s, GB) are
-    `hw`, keyed by quantity id; the formulas are in the module docstring."""
+    `hw`, keyed by quantity id; the formulas are in the module docstring. Never raises on
+    absurd values: a rate beyond the float range only makes its time 0 (the other limit then
+    decides), but a bound that is not a finite positive number, or a largest batch beyond what
+    a float counts, is None with the reason in `out_of_range`."""
     flops_q = FLOPS_QUANTITY[costs.dtype]
     missing = [q for q in (flops_q, *ROOFLINE_QUANTITIES) if hw.get(q) is None]
     if missing:
@@ -366,28 +384,41 @@ def roofline(costs: Costs, accelerator: str, hw: Mapping[str, float | None]) -> 
         )
     peak = float(hw[flops_q]) * UNIT_SCALE[flops_q]  # type: ignore[arg-type]
     bandwidth = float(hw["hbm_bandwidth"]) * UNIT_SCALE["hbm_bandwidth"]  # type: ignore[arg-type]
-    capacity = float(hw["memory_capacity"]) * UNIT_SCALE["memory_capacity"]  # type: ignore[arg-type]
+    capacity_gb = float(hw["memory_capacity"])  # type: ignore[arg-type]
+    capacity = capacity_gb * UNIT_SCALE["memory_capacity"]
     if peak <= 0 or bandwidth <= 0:
         return Roofline(accelerator, None, None, None, None, {}, "zero FLOP/s or bandwidth")
     prefill_compute = costs.context * costs.prefill_flops_per_token / peak
     prefill_memory = costs.weight_bytes / bandwidth
-    prefill = costs.context / max(prefill_compute, prefill_memory)
+    prefill = _quotient(costs.context, max(prefill_compute, prefill_memory))
     decode_memory = costs.decode_bytes_per_step / bandwidth
     decode_compute = costs.batch * costs.decode_flops_per_step / peak
-    decode = costs.batch / max(decode_memory, decode_compute)
-    per_seq = (costs.kv_cache_bytes + costs.state_bytes) / costs.batch
-    free = capacity - costs.weight_bytes
-    note = None
-    if free <= 0:
-        max_batch = 0
-        note = "the weights alone do not fit in memory"
-    elif per_seq <= 0:
-        max_batch = None
-        note = "no per-sequence cache: memory does not limit the batch"
-    else:
-        max_batch = int(free // per_seq)
+    decode = _quotient(costs.batch, max(decode_memory, decode_compute))
+    if prefill is None or decode is None:
+        reason = (f"out of range: a tokens/s bound on {accelerator} is not a finite positive "
+                  f"number ({flops_q} and hbm_bandwidth far beyond any device)")  # fmt: skip
+        return Roofline(accelerator, None, None, None, None, {}, reason, reason)
     bound = {
         "prefill": "compute" if prefill_compute >= prefill_memory else "memory",
         "decode": "compute" if decode_compute >= decode_memory else "memory",
     }
-    return Roofline(accelerator, prefill, decode, decode / costs.batch, max_batch, bound, note)
+    per_seq = (costs.kv_cache_bytes + costs.state_bytes) / costs.batch
+    free = capacity - costs.weight_bytes
+    note = out_of_range = None
+    max_batch: int | None = None
+    if not math.isfinite(capacity):
+        note = out_of_range = (f"out of range: memory_capacity = {capacity_gb:g} GB is not a "
+                               "finite number of bytes")  # fmt: skip
+    elif free <= 0:
+        max_batch = 0
+        note = "the weights alone do not fit in memory"
+    elif per_seq <= 0:
+        note = "no per-sequence cache: memory does not limit the batch"
+    elif not free // per_seq < _MAX_BATCH:
+        note = out_of_range = (f"out of range: memory_capacity = {capacity_gb:g} GB allows a "
+                               f"batch beyond {_MAX_BATCH:.3g} sequences")  # fmt: skip
+    else:
+        max_batch = int(free // per_seq)
+    return Roofline(
+        accelerator, prefill, decode, decode / costs.batch, max_batch, bound, note, out_of_range
+    )

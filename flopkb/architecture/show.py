@@ -165,6 +165,10 @@ def derived_values(kb: KnowledgeBase, spec: DerivedFrom) -> list[DerivedValue]:
     return out
 
 
+class RooflineOutOfRange(ValueError):
+    """A what-if's values make a roofline bound leave the finite float range (the message)."""
+
+
 def roofline_changes(
     kb: KnowledgeBase,
     accelerator: str,
@@ -175,7 +179,8 @@ def roofline_changes(
 ) -> list[dict[str, Any]]:
     """Each architecture's roofline bounds on `accelerator` with the datasheet values `before`
     and `after` (a what-if), where a bound moves: prefill with tensor FLOP/s, decode with HBM
-    bandwidth (and FLOP/s at large batch), the largest batch with memory capacity."""
+    bandwidth (and FLOP/s at large batch), the largest batch with memory capacity. Raises
+    RooflineOutOfRange where `after` is out of floating point's range and `before` was not."""
     fields = ("prefill_tokens_per_s", "decode_tokens_per_s", "max_batch")
     out = []
     for arch_id, arch in sorted(kb.architectures.items()):
@@ -185,6 +190,9 @@ def roofline_changes(
             continue  # FKB903 reports the record
         x = roofline(costs, accelerator, before).as_dict()
         y = roofline(costs, accelerator, after).as_dict()
+        if y["out_of_range"] and not x["out_of_range"]:
+            # the values asked about leave the float range: no bound to compare
+            raise RooflineOutOfRange(y["out_of_range"])
         if all(x[f] == y[f] for f in fields):
             continue
         out.append(

@@ -10,9 +10,11 @@ from collections.abc import Iterator
 from flopkb.check.base import CheckContext, check, rule
 from flopkb.check.references import unloaded_reference
 from flopkb.evidence.catalogue import Catalogue
+from flopkb.evidence.declared import EXPERIMENTS_FOLDER
 from flopkb.evidence.hashing import stale_evidence
 from flopkb.evidence.rederive import INCONSISTENT, LEGACY, MEASURING, MISMATCH, MISSING
 from flopkb.findings import Finding, Severity
+from flopkb.load.walk import display_path
 from flopkb.model import EvidenceRecord
 
 UNKNOWN_CLAIM = rule("FKB501", Severity.error, "evidence names a claim that does not exist")
@@ -130,6 +132,22 @@ def _one_evidence(ctx: CheckContext, eid: str, ev: EvidenceRecord) -> Iterator[F
     yield from _artifacts(ctx, eid, ev)
 
 
+def _broken_declaration(
+    ctx: CheckContext, catalogue: Catalogue, name: str
+) -> Finding | None:
+    """The first error of the KB's declaration of `name` (`experiments/<name>.yaml`), which the
+    catalogue left out for it; None when the KB declares no `name` at all."""
+    root = ctx.kb.root
+    if root is None:
+        return None
+    folder = root / EXPERIMENTS_FOLDER
+    # the declarations' findings name their files as `display_path` shows them
+    files = {display_path(folder / f"{name}{suffix}") for suffix in (".yaml", ".yml")}
+    errors = [f for f in catalogue.findings
+              if f.severity is Severity.error and (f.record == name or f.file in files)]
+    return min(errors, key=lambda f: (f.line, f.column)) if errors else None
+
+
 def _stale_and_links(ctx: CheckContext) -> Iterator[Finding]:
     """FKB504 (stale kernels) and FKB507 (a claim row links to no experiment)."""
     kb = ctx.kb
@@ -150,11 +168,21 @@ def _stale_and_links(ctx: CheckContext) -> Iterator[Finding]:
             if catalogue.exists(row.verify.experiment):
                 continue
             cid = f"{rec.id}/{row.id}"
+            where = ("flop", "hardware_parameters", idx, "verify", "experiment")
+            broken = _broken_declaration(ctx, catalogue, row.verify.experiment)
+            if broken is not None:
+                yield ctx.finding(
+                    ROW_EXPERIMENT, rec.id, where,
+                    f"{cid}: experiment {row.verify.experiment!r} is declared ({broken.file}) "
+                    f"but its declaration has errors, so it is left out; the first: "
+                    f"{broken.rule} at line {broken.line}: {broken.message[:200]}",
+                    hint="fix the declaration: its own findings say what is wrong",
+                )
+                continue
             yield ctx.finding(
-                ROW_EXPERIMENT, rec.id,
-                ("flop", "hardware_parameters", idx, "verify", "experiment"),
-                f"{cid}: no experiment {row.verify.experiment!r} (bundled or in the KB's "
-                "experiments/)",
+                ROW_EXPERIMENT, rec.id, where,
+                f"{cid}: experiment {row.verify.experiment!r} is not declared (neither bundled "
+                "nor in the KB's experiments/)",
                 hint=f"known: {', '.join(sorted(catalogue.experiments))}; or declare it in "
                 "experiments/ (docs/verify-your-own-claim.md)",
             )

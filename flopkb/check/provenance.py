@@ -213,8 +213,9 @@ def _magnitude(
         magnitude = parse_magnitude(text)
     except MagnitudeError as exc:
         yield ctx.finding(
-            BAD_MAGNITUDE, rid, (*at, "magnitude"), str(exc), "see the magnitude grammar in README"
-        )
+            BAD_MAGNITUDE, rid, (*at, "magnitude"), str(exc),
+            exc.hint or "see the magnitude grammar in README",
+        )  # fmt: skip
         return
     sizes = [str(t) for key in ("at_text",) if (t := magnitude.condition.get(key))]
     size_numbers = {s[:-1] for s in sizes if s[-1:].isalpha()}

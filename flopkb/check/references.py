@@ -8,12 +8,15 @@ clean (neither FKB303 nor the loading findings can be suppressed inline).
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Iterator
+from typing import Any
 
 from flopkb.check.base import CheckContext, check, rule
 from flopkb.findings import Finding, Severity
 from flopkb.load import dotted
 from flopkb.model import AcceleratorRecord, ClassRecord, QuantityRecord, SourceRecord
+from flopkb.paths import bundled_root
 
 MISSING = rule("FKB301", Severity.error, "a reference names a record that does not exist")
 WRONG_KIND = rule("FKB302", Severity.error, "a reference names a record of the wrong kind")
@@ -113,6 +116,17 @@ def _shared_prefix(a: str, b: str) -> int:
     return n
 
 
+def _bundled_hint(kb: Any, target: str, expected: type) -> str | None:
+    """A record copied from the bundled KB names others that are still there (`h200-sxm` cites
+    `nvidia-h200-datasheet`): say so, and how to bring it in, rather than guess a near id."""
+    root = getattr(kb, "root", None)
+    if root is None or os.path.realpath(root) == os.path.realpath(bundled_root()):
+        return None
+    from flopkb.bundle import bundled_hint
+
+    return bundled_hint(target, expected)
+
+
 def _article(word: str) -> str:
     return f"{'an' if word[0] in 'aeiou' else 'a'} {word}"
 
@@ -146,8 +160,10 @@ def _unresolved(
                 "fix that file first: its own findings say why it does not load",
             )  # fmt: skip
             return
-        close = hints.closest(target, expected)
-        hint = f"did you mean {close!r}?" if close else None
+        hint = _bundled_hint(kb, target, expected)
+        if hint is None:
+            close = hints.closest(target, expected)
+            hint = f"did you mean {close!r}?" if close else None
         yield ctx.finding(
             MISSING, rid, path, f"{field}: {target!r} is not a record; expected {noun}", hint
         )

@@ -15,6 +15,7 @@ from typer.core import TyperGroup
 
 from flopkb import __version__
 from flopkb.cli import (
+    add,
     claims,
     evidence,
     extract,
@@ -40,9 +41,25 @@ from flopkb.cli.common import (
 )
 from flopkb.cli.help import EPILOG, example
 
+FORMAT_HELP = (
+    "-f, --format <text|json>",
+    "the command's output: text for people, json for scripts (stable; validate also github, "
+    "sarif); before or after the command (for `graph export`: the file format)",
+)
+
 
 class FlopkbGroup(TyperGroup):
     """The root command: one-line (or JSON) usage errors, never a traceback unless --debug."""
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        """The root's options, and `--format`: each command owns it (`flopkb.cli.argv` moves it
+        after the command), so click would not list it here, though it is accepted here."""
+        records = [r for p in self.get_params(ctx) if (r := p.get_help_record(ctx)) is not None]
+        at = next((i for i, r in enumerate(records) if r[0].startswith("--version")), -1) + 1
+        records.insert(at, FORMAT_HELP)
+        with formatter.section("Options"):
+            formatter.write_dl(records)
+        self.format_commands(ctx, formatter)
 
     def main(  # type: ignore[override]
         self,
@@ -143,6 +160,7 @@ app.command("claims", epilog=example("flopkb claims --record mamba2-ssd --format
 app.command("extract", epilog=example("flopkb extract selective-ssm-scan"))(extract.extract)
 app.command("verify", epilog=example("flopkb verify --record mamba2-ssd"))(verify.verify)
 app.command("init", epilog=example("flopkb init my-kb && cd my-kb && flopkb validate"))(init.init)
+app.command("add", epilog=example("flopkb add h200-sxm && flopkb validate"))(add.add)
 app.add_typer(schema.app, name="schema", epilog=example("flopkb schema export --check"))
 app.add_typer(evidence.app, name="evidence",
               epilog=example("flopkb evidence sign ev-mamba2-ssd--... --key ~/.ssh/id_ed25519"))

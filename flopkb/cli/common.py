@@ -123,25 +123,30 @@ def state(ctx: typer.Context) -> CliState:
     return root.obj if isinstance(root.obj, CliState) else CliState()
 
 
-def kb_location(ctx: typer.Context, start: Path | None = None) -> KbLocation:
+def kb_location(
+    ctx: typer.Context, start: Path | None = None, isolated: bool = False
+) -> KbLocation:
     """The KB this invocation works on (`--kb`, found from `start` or the current folder upward,
-    or the bundled KB); a missing or empty `--kb`, or an unreadable config, exits 2."""
+    or the bundled KB); a missing or empty `--kb`, or an unreadable config, exits 2.
+    `isolated`: read no config file (see `flopkb.paths.find_kb`)."""
     cli = state(ctx)
-    key = str(start)
+    key = f"{start}\0{isolated}"
     if key not in cli.located:
         try:
-            cli.located[key] = find_kb(cli.kb, start)
+            cli.located[key] = find_kb(cli.kb, start, isolated)
         except (KbNotFound, ConfigError) as exc:
             fail(str(exc))
     return cli.located[key]
 
 
-def kb_location_of_files(ctx: typer.Context, start: Path) -> KbLocation | None:
+def kb_location_of_files(
+    ctx: typer.Context, start: Path, isolated: bool = False
+) -> KbLocation | None:
     """Like `kb_location` for given files, which may lie outside any KB (checked on their own):
     None then, unless `--kb` was given (which must exist)."""
     cli = state(ctx)
     try:
-        found = find_kb(cli.kb, start)
+        found = find_kb(cli.kb, start, isolated)
     except KbNotFound as exc:
         if cli.kb is not None:
             fail(str(exc))

@@ -267,11 +267,18 @@ def what_if(
 ) -> None:
     """Override datasheet values on ACC, recompute computed quantities, and list what moves
     (claims, and the tokens/s roofline bounds of every architecture record)."""
-    result = _run(
-        lambda: queries.what_if(
-            _graph(ctx), acc, queries.parse_settings(settings), context=context, batch=batch
+    from flopkb.architecture.show import RooflineOutOfRange
+
+    try:
+        result = _run(
+            lambda: queries.what_if(
+                _graph(ctx), acc, queries.parse_settings(settings), context=context, batch=batch
+            )
         )
-    )
+    except RooflineOutOfRange as exc:
+        # a finite value whose arithmetic is not (1e308 GB is 1e317 bytes): an answer cannot be
+        # given, like a finding, not a usage error
+        fail(f"{', '.join(settings)}: {exc}", code=1, kind="input")
     if fmt is OutputFormat.json:
         return emit_json(result)
     table = _table(

@@ -15,7 +15,7 @@ from flopkb.scaffold import InitError, init_kb
 
 def init(
     directory: Annotated[
-        Path, typer.Argument(metavar="[DIR]", help="the new KB's folder (default: this one)")
+        Path, typer.Argument(metavar="DIR", help="the new KB's folder (default: this one)")
     ] = Path("."),
     fmt: FormatOption = OutputFormat.text,
 ) -> None:

@@ -10,11 +10,21 @@ from rich.markup import escape
 
 from flopkb.architecture.cost import ArchitectureError
 from flopkb.architecture.show import DEFAULT_CONTEXT, model_show
-from flopkb.cli.common import FormatOption, OutputFormat, console, emit_json, fail, kb_root
+from flopkb.cli.common import (
+    FormatOption,
+    OutputFormat,
+    console,
+    emit_json,
+    fail,
+    kb_root,
+    report_error,
+)
 from flopkb.cli.help import example
 from flopkb.cli.tables import IdTable
+from flopkb.findings import Finding, Severity, sorted_findings
 from flopkb.hardware.model import UnknownRecord
-from flopkb.kb import load_kb
+from flopkb.kb import KnowledgeBase, load_kb
+from flopkb.plural import count
 
 app = typer.Typer(
     help="architecture records: sourced config, computed model parameters, roofline bounds",
@@ -71,7 +81,8 @@ def show(
     fmt: FormatOption = OutputFormat.text,
 ) -> None:
     """Sourced config, computed parameters at (L, B) and roofline bounds per accelerator."""
-    kb, _ = load_kb(kb_root(ctx))
+    kb, findings = load_kb(kb_root(ctx))
+    _refuse_invalid(kb, findings, architecture)
     try:
         for acc in on or []:
             if acc not in kb.accelerators:
@@ -87,6 +98,9 @@ def show(
         fail(f"{exc} (see `flopkb validate`)", code=1, kind="record")
     if fmt is OutputFormat.json:
         emit_json(data)
+        # the document says it (`out_of_range` of each roofline); a second one would not parse
+        if any(r["out_of_range"] for r in data["rooflines"].values()):
+            raise typer.Exit(1)
         return
     c = data["computed"]
     # a title is record content: never read as rich markup
@@ -144,3 +158,36 @@ def show(
     console.print(bounds)
     for line in c["assumptions"]:
         console.print(f"assumed: {line}", markup=False, highlight=False)
+    _out_of_range(data)
+
+
+def _refuse_invalid(kb: KnowledgeBase, findings: list[Finding], arch_id: str) -> None:
+    """A record of this id that fails to load, or an architecture loaded with schema errors
+    (salvaged: what is missing would be computed wrong), is record content, not a usage error:
+    name the file and its first error, exit 1. (It is not "no architecture record".)"""
+    file = kb.unloaded.get(arch_id)
+    state = "does not load"
+    if file is None and arch_id in kb.architectures:
+        file, state = kb.partial.get(arch_id), "has schema errors"
+    if file is None:
+        return
+    errors = [f for f in sorted_findings(findings)
+              if f.file == file and f.severity is Severity.error]  # fmt: skip
+    first = f": {errors[0].file}:{errors[0].line}:{errors[0].column}: {errors[0].rule} " \
+            f"{errors[0].message}" if errors else ""
+    more = f" (and {count(len(errors) - 1, 'more error')})" if len(errors) > 1 else ""
+    fail(
+        f"the record {arch_id!r} exists ({file}) but {state}{first}{more}; see "
+        "`flopkb validate`", code=1, kind="record",
+    )  # fmt: skip
+
+
+def _out_of_range(data: dict[str, Any]) -> None:
+    """A part whose datasheet values leave the float range (validate's FKB423) has no bounds:
+    the rest is shown, then one line names it and the command exits 1, like a finding."""
+    bad = [acc for acc, r in data["rooflines"].items() if r["out_of_range"]]
+    if bad:
+        reason = data["rooflines"][bad[0]]["out_of_range"]
+        more = f" (and {len(bad) - 1} more accelerators)" if len(bad) > 1 else ""
+        report_error(f"{bad[0]}: {reason}{more}; see `flopkb validate`")
+        raise typer.Exit(1)

@@ -1,7 +1,8 @@
 """`flopkb validate [PATHS]`: parse options, call `flopkb.validate`, print, exit 0/1/2.
 
 Settings come from the config found with the KB (`[tool.flopkb]` or flopkb.toml); each flag
-given on the command line overrides its key.
+given on the command line overrides its key. `--isolated` reads no config file at all (CI on an
+untrusted pull request: the PR can edit the config too). The summary names the config used.
 """
 
 from __future__ import annotations
@@ -70,8 +71,9 @@ def validate(
         typer.Option(
             "--changed",
             help="pre-commit: PATHS are the changed files; also report the records that "
-            "reference them or a record file deleted in the git index, and the records they "
-            "reference (evidence -> its claim)",
+            "reference them or a record file deleted in the git index, the records they "
+            "reference (evidence -> its claim), and what a changed experiments/ or kernels/ "
+            "file feeds (its declarations, their claims and evidence)",
         ),
     ] = False,
     require_signed: Annotated[
@@ -80,6 +82,14 @@ def validate(
                      help="unsigned or wrongly signed evidence is an error (the KB's "
                      "allowed_signers; config key require_signed)"),
     ] = None,
+    isolated: Annotated[
+        bool,
+        typer.Option(
+            "--isolated",
+            help="read no config file (flopkb.toml, [tool.flopkb]): the built-in rules only, "
+            "for CI on untrusted pull requests",
+        ),
+    ] = False,
     max_bytes: Annotated[
         int, typer.Option("--max-bytes", min=1, help="size limit per file")
     ] = DEFAULT_MAX_BYTES,
@@ -92,11 +102,16 @@ def validate(
     for path in given:
         if not path.exists():
             fail(f"no such file or folder: {path}")
-    where = kb_location_of_files(ctx, given[0]) if given else kb_location(ctx)
+    if given:
+        where = kb_location_of_files(ctx, given[0], isolated)
+    else:
+        where = kb_location(ctx, isolated=isolated)
     config = where.config if where is not None else Config()
     selection = Selection(
         select=_codes(select) if select is not None else config.select,
         ignore=_codes(ignore) if ignore is not None else config.ignore,
+        from_config=(select is None and bool(config.select))
+        or (ignore is None and bool(config.ignore)),
     )
     if changed and where is None:
         fail("--changed needs a KB: no records/ folder or flopkb config found above the files")
@@ -119,17 +134,22 @@ def validate(
             changed=changed,
             deleted=staged.deleted,
             deleted_referenced=staged.referenced,
+            deleted_sources=staged.sources,
             require_signed=config.require_signed if require_signed is None else require_signed,
         )
     except (ValidationInputError, SelectionError) as exc:
-        fail(str(exc))
+        from_config = selection.from_config or (exclude is None and bool(config.exclude))
+        fail(f"{exc} (from {config.file})" if from_config else str(exc))
     out = FORMATTERS[fmt.value](result)
     if fmt.value == "text":
         lines = out.splitlines(keepends=True)
         if quiet:
             out = "".join(lines[:-1])
         else:
-            checked = where.describe() if where is not None else "files outside any KB"
+            if where is None:
+                checked = "files outside any KB" + ("; --isolated" if isolated else "")
+            else:
+                checked = where.summary()
             out = "".join(lines[:-1]) + lines[-1].rstrip("\n") + f"; {visible(checked)}\n"
     sys.stdout.write(out)
     raise typer.Exit(result.exit_code)

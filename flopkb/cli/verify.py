@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
 import time
@@ -185,9 +186,11 @@ def verify(
     if recheck is not None:
         _recheck(ctx, kb, root, recheck, gpu=gpu, rounds=rounds, fmt=fmt)
     if claim is not None and kb.claim(claim) is None:
-        fail(f"no claim {claim!r} in the KB at {root}")
+        fail(f"no claim {claim!r} in the KB at {root}{_closest_claims(kb, claim)}")
     if record is not None and record not in kb.classes:
-        fail(f"no class record {record!r} in the KB at {root}")
+        close = difflib.get_close_matches(record, sorted(kb.classes), n=3)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        fail(f"no class record {record!r} in the KB at {root}{hint}")
     jobs, broken = plan.plan(kb, claim=claim, record=record,
                              suites=chosen_suites(suite, gpu))
     if claim is not None and not jobs:
@@ -321,3 +324,23 @@ def chosen_suites(given: list[str] | None, gpu: bool) -> set[str] | None:
         return None if "all" in given else set(given)
     return {DEFAULT_GPU_SUITE} if gpu else None
 
+
+
+def _closest_claims(kb: Any, claim: str) -> str:
+    """` (did you mean a/b, a/c?)`: the closest rows of the record named, or, when there is no
+    such record, the closest claim ids of the KB; `` when nothing is close. Printed through
+    `fail`, which escapes it."""
+    record_id, _, row_id = claim.partition("/")
+    record = kb.classes.get(record_id)
+    if record is not None:
+        rows = [r.id for r in record.flop.hardware_parameters]
+        close = [f"{record_id}/{r}" for r in difflib.get_close_matches(row_id, rows, n=3)]
+        if not close:
+            shown = ", ".join(rows[:5]) + (", ..." if len(rows) > 5 else "")
+            return f" (record {record_id} has the rows: {shown})" if rows else (
+                f" (record {record_id} has no claim rows)")
+    else:
+        ids = [f"{rid}/{r.id}" for rid, rec in sorted(kb.classes.items())
+               for r in rec.flop.hardware_parameters]  # fmt: skip
+        close = difflib.get_close_matches(claim, ids, n=3)
+    return f" (did you mean {', '.join(close)}?)" if close else ""

@@ -24,6 +24,10 @@ An absolute magnitude has kind "absolute", `dimension` one of flopkb.grammar.uni
 `condition` {"from": 0.012, "from_text": "12 ms", "to_text": "4 ms"}; both ends of one dimension.
 `figures` keeps each number exactly as written ("1,979") so that rule 2 (no new figures) can look
 for it in the prose.
+
+Digits are ASCII 0-9 only, as in the formula grammar: a Bengali four (U+09EA, which looks like
+an 8), a mathematical bold or a fullwidth digit is refused, the hint giving the ASCII reading
+(`flopkb.grammar.text.foreign_digits`).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from typing import Any, Literal
 
 from flopkb import budget
 from flopkb.grammar import units
+from flopkb.grammar.text import ascii_digits, foreign_digits
 
 MagnitudeKind = Literal[
     "ratio", "percent", "proportion", "crossover", "value", "qualitative", "absolute", "change"
@@ -68,7 +73,12 @@ _FIGURE = re.compile(_FIGURE_NUMBER)
 
 
 class MagnitudeError(ValueError):
-    """A magnitude outside the grammar; the message says what was expected."""
+    """A magnitude outside the grammar; the message says what was expected, `hint` (when set)
+    how to write it."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
 
 
 @dataclass(frozen=True)
@@ -171,6 +181,12 @@ def parse_magnitude(text: str) -> Magnitude:
         raise MagnitudeError(
             f"expected a magnitude of at most {budget.MAX_MAGNITUDE_CHARS} characters, "
             f"got {len(text)}"
+        )
+    foreign = foreign_digits(text)
+    if foreign is not None:
+        raise MagnitudeError(
+            f"expected ASCII digits 0-9, got {foreign.describe()} in {text!r}",
+            f"it reads as {ascii_digits(text)!r}: write that, in ASCII digits",
         )
     norm = _normalise(text)
     figures = tuple(_FIGURE.findall(norm))

@@ -4,6 +4,9 @@ and the one plain-number form figures print in (`plain_g`)."""
 from __future__ import annotations
 
 import heapq
+import re
+import unicodedata
+from dataclasses import dataclass
 from difflib import SequenceMatcher
 from itertools import accumulate
 
@@ -112,3 +115,59 @@ def plain_g(x: float, digits: int) -> str:
         places = digits - len(str(int(abs(x))))
         return str(int(round(x, places))) if places <= 0 else f"{x:.{places}f}"
     return f"{x:.{digits}g}"
+
+
+# A figure is written in ASCII digits, as the formula grammar reads numbers (`re.ASCII`):
+# Python's `\d`, `int()` and `float()` also take every other script's decimal digits (a Bengali
+# four, U+09EA, is 4 and looks like 8; mathematical bold and fullwidth digits), so a reviewer
+# would read one figure and the checks another. `[^\D0-9]`: a decimal digit (Unicode category
+# Nd) that is not 0-9.
+_FOREIGN_DIGIT = re.compile(r"[^\D0-9]")
+# how far around a foreign digit its figure is shown (a run of digits, separators and a unit)
+_FIGURE_REACH = 24
+_FIGURE_CHARS = frozenset(".,-")
+
+
+@dataclass(frozen=True)
+class ForeignDigits:
+    """The first non-ASCII digit of a text: `figure` as written around it, `ascii` its reading
+    in ASCII digits, `position` its index in the text, `count` how many such digits it holds."""
+
+    char: str
+    figure: str
+    ascii: str
+    position: int
+    count: int
+
+    def describe(self) -> str:
+        """`U+09EA BENGALI DIGIT FOUR (and 2 more)`."""
+        more = f" (and {self.count - 1} more)" if self.count > 1 else ""
+        return f"U+{ord(self.char):04X} {unicodedata.name(self.char, 'DIGIT')}{more}"
+
+
+def ascii_digits(text: str) -> str:
+    """`text` with every decimal digit written as its ASCII digit: '১২৮' -> '128'."""
+    return _FOREIGN_DIGIT.sub(lambda m: str(unicodedata.decimal(m.group())), text)
+
+
+def foreign_digits(text: str) -> ForeignDigits | None:
+    """The first decimal digit of `text` that is not ASCII 0-9, with the figure around it; None
+    when every digit is ASCII (one C-speed pass, and none at all for an ASCII text)."""
+    if text.isascii():
+        return None
+    first = _FOREIGN_DIGIT.search(text)
+    if first is None:
+        return None
+    start = end = first.start()
+    low = max(0, start - _FIGURE_REACH)
+    while start > low and (text[start - 1].isdigit() or text[start - 1] in _FIGURE_CHARS):
+        start -= 1
+    high = min(len(text), end + _FIGURE_REACH)
+    while end < high and (text[end].isdigit() or text[end] in _FIGURE_CHARS):
+        end += 1
+    # the unit or suffix written right after the figure ("x", "%", "K")
+    while end < high and text[end].isalpha() and end - first.end() < 4:
+        end += 1
+    figure = text[start:end].strip(".,-")
+    count = sum(1 for _ in _FOREIGN_DIGIT.finditer(text))
+    return ForeignDigits(first.group(), figure, ascii_digits(figure), first.start(), count)

@@ -25,6 +25,7 @@ from flopkb.claims import not_verifiable
 from flopkb.evidence.hashing import stale_evidence
 from flopkb.evidence.pooled import pooled
 from flopkb.grammar.formula import FormulaError, parse_formula
+from flopkb.grammar.text import ascii_digits, foreign_digits
 from flopkb.graph.build import KINDS, build_graph, node_id, split_node
 from flopkb.graph.values import PartValues, Value, ratio
 from flopkb.hardware.model import HardwareModel
@@ -387,8 +388,8 @@ def diff(kg: KBGraph, a: str, b: str) -> dict[str, Any]:
 
 
 def parse_settings(items: Iterable[str]) -> dict[str, float]:
-    """`QUANTITY=VALUE` strings -> {quantity: value}; GraphQueryError on a malformed item or a
-    value that is not a finite number (nan, inf)."""
+    """`QUANTITY=VALUE` strings -> {quantity: value}; GraphQueryError on a malformed item, a
+    value that is not a finite number (nan, inf) or one not written in ASCII digits."""
     out: dict[str, float] = {}
     for item in items:
         name, sep, text = item.partition("=")
@@ -398,6 +399,13 @@ def parse_settings(items: Iterable[str]) -> dict[str, float]:
             value = float(text)
         except ValueError:
             raise GraphQueryError(f"expected QUANTITY=NUMBER, got {item!r}") from None
+        foreign = foreign_digits(text)
+        if foreign is not None:
+            # float() reads every script's digits; a figure is ASCII here as in the records
+            raise GraphQueryError(
+                f"expected ASCII digits 0-9, got {foreign.describe()} in {item!r} (it reads as "
+                f"{ascii_digits(text.strip())!r})"
+            )
         if not math.isfinite(value):
             raise GraphQueryError(f"expected a finite number, got {item!r}")
         out[name.strip()] = value

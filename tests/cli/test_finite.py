@@ -108,3 +108,71 @@ def test_huge_and_tiny_ratios_print_short() -> None:
         assert result.exit_code == 0, result.output
         assert shown in result.stdout
         assert re.search(r"\d{20}", result.stdout) is None
+
+
+def capacity_kb(tmp_path: Path, value: str) -> Path:
+    """The bundled records with h200-sxm's memory capacity replaced by `value` GB."""
+    root = tmp_path / "kb"
+    shutil.copytree(BUNDLED, root / "records", ignore=shutil.ignore_patterns("*.png"))
+    path = root / "records/accelerators/h200-sxm.yaml"
+    text = path.read_text(encoding="utf-8")
+    old = "  memory_capacity:\n    value: 141.0\n"
+    assert old in text
+    path.write_text(text.replace(old, f"  memory_capacity:\n    value: {value}\n"))
+    return root
+
+
+@pytest.mark.parametrize("value", ["1e300", "1e290"])
+def test_model_show_with_an_absurd_capacity_is_one_line_and_exit_1(
+    tmp_path: Path, value: str
+) -> None:
+    """issue 27: 1e300 GB is 1e309 bytes, inf as a float, and `inf // x` is NaN: every model
+    show exited 2 (ValueError). The other parts' bounds are still shown."""
+    root = capacity_kb(tmp_path, value)
+    result = runner.invoke(app, ["--kb", str(root), "model", "show", "llama-3-1-8b"])
+    assert result.exit_code == 1, result.output
+    errors = result.stderr.strip().splitlines()
+    assert len(errors) == 1 and errors[0].startswith("flopkb: error: h200-sxm: out of range")
+    assert "Traceback" not in result.output
+    as_json = runner.invoke(app, ["--kb", str(root), "model", "show", "llama-3-1-8b", "-f", "json"])
+    assert as_json.exit_code == 1
+    rooflines = _strict_json(as_json.stdout)["rooflines"]  # type: ignore[index]
+    assert rooflines["h200-sxm"]["max_batch"] is None
+    assert "out of range" in rooflines["h200-sxm"]["out_of_range"]
+    assert rooflines["h100-sxm"]["max_batch"] > 0 and rooflines["h100-sxm"]["out_of_range"] is None
+    # the other parts alone answer as before
+    other = runner.invoke(
+        app, ["--kb", str(root), "model", "show", "llama-3-1-8b", "--on", "h100-sxm"]
+    )
+    assert other.exit_code == 0, other.output
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        ["memory_capacity=1e308"],
+        ["memory_capacity=1e290"],
+        ["hbm_bandwidth=1e308", "bf16_tensor_flops=1e308"],
+    ],
+)
+def test_what_if_past_the_float_range_is_one_line_and_exit_1(settings: list[str]) -> None:
+    args = ["--kb", str(BUNDLED.parent), "graph", "what-if", "h200-sxm"]
+    for setting in settings:
+        args += ["--set", setting]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1, result.output
+    assert result.stdout == ""
+    errors = result.stderr.strip().splitlines()
+    assert len(errors) == 1 and "out of range" in errors[0], result.stderr
+    as_json = runner.invoke(app, [*args, "-f", "json"])
+    assert as_json.exit_code == 1
+    assert _strict_json(as_json.stdout)["error"]["kind"] == "input"  # type: ignore[index]
+
+
+def test_what_if_refuses_other_scripts_digits() -> None:
+    result = runner.invoke(
+        app, ["--kb", str(BUNDLED.parent), "graph", "what-if", "h200-sxm",
+              "--set", "memory_capacity=\u09ea"],
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert "ASCII digits" in result.stderr and "'4'" in result.stderr

@@ -63,7 +63,9 @@ def test_kb_after_the_command_is_the_same_as_before() -> None:
     before = runner.invoke(app, ["--kb", "bundled", "validate", "-f", "json"])
     after = runner.invoke(app, ["validate", "-f", "json", "--kb", "bundled"])
     assert after.exit_code == before.exit_code == 0
-    assert json.loads(after.stdout)["kb"] == {"root": str(bundled_root()), "bundled": True}
+    assert json.loads(after.stdout)["kb"] == {
+        "root": str(bundled_root()), "bundled": True, "config": None, "isolated": False
+    }
     assert json.loads(after.stdout) == json.loads(before.stdout)
 
 

@@ -29,7 +29,9 @@ def test_init_then_validate_is_clean(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["ok"] is True and data["errors"] == data["warnings"] == []
-    assert data["kb"] == {"root": str(kb), "bundled": False}
+    assert data["kb"] == {
+        "root": str(kb), "bundled": False, "config": str(kb / "flopkb.toml"), "isolated": False
+    }
     # the example claim's quantity resolves from the copied bundled quantities
     claims = json.loads(run("claims", "-f", "json").stdout)
     assert [(c["claim"], c["quantity"]) for c in claims] == [
@@ -82,3 +84,32 @@ def test_init_onto_a_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert result.stderr.count("\n") == 1 and "not a folder" in result.stderr
     assert target.read_text(encoding="utf-8") == "x"
+
+
+@pytest.mark.parametrize("link", ["records", "records/quantities", "records/evidence", "schema"])
+def test_init_never_writes_through_a_symlinked_folder(tmp_path: Path, link: str) -> None:
+    """issue 27: a `records -> elsewhere` link took sixteen quantity files out of the KB."""
+    kb = tmp_path / "kb"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (kb / link).parent.mkdir(parents=True)
+    (kb / link).symlink_to(elsewhere, target_is_directory=True)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    done = run("init", str(kb))
+    assert done.exit_code == 2, done.output
+    errors = done.stderr.strip().splitlines()
+    assert len(errors) == 1 and "is a symlink" in errors[0], done.stderr
+    assert list(elsewhere.iterdir()) == []
+    # refused before anything was written anywhere
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+def test_init_writes_a_schema_that_schema_export_check_accepts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kb = tmp_path / "kb"
+    assert run("init", str(kb)).exit_code == 0
+    monkeypatch.chdir(kb)
+    checked = run("schema", "export", "--check")
+    assert checked.exit_code == 0, checked.output
+    assert "up to date" in checked.stdout

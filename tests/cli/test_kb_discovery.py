@@ -31,12 +31,12 @@ def test_any_folder_inside_a_kb_checks_that_kb(
     result = run("validate", "-f", "json")
     assert result.exit_code == 1
     data = json.loads(result.stdout)
-    assert data["kb"] == {"root": str(repo), "bundled": False}
+    assert data["kb"] == {"root": str(repo), "bundled": False, "config": None, "isolated": False}
     assert [e["rule"] for e in data["errors"]] == ["FKB201"]
     text = run("validate")
     assert text.exit_code == 1
     summary = text.stdout.splitlines()[-1]
-    assert summary.endswith(f"KB {repo} (found from the current folder upward)")
+    assert summary.endswith(f"KB {repo} (found from the current folder upward); no config")
 
 
 def test_a_given_path_is_searched_upward_too(
@@ -74,7 +74,9 @@ def test_bundled_only_when_nothing_is_around_and_then_said(
     (tmp_path / "empty" / "ci.yaml").write_text("jobs: {}\n")  # YAML, but not records
     monkeypatch.chdir(tmp_path / "empty")
     result = run("validate", "-f", "json")
-    assert json.loads(result.stdout)["kb"] == {"root": str(bundled_root()), "bundled": True}
+    assert json.loads(result.stdout)["kb"] == {
+        "root": str(bundled_root()), "bundled": True, "config": None, "isolated": False
+    }
     text = run("validate").stdout.splitlines()[-1]
     assert "bundled KB: no KB found from the current folder upward" in text
 

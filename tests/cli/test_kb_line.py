@@ -40,8 +40,8 @@ def test_every_text_summary_ends_with_the_kb_line(command: list[str]) -> None:
     expected = f"KB {bundled_root()} (bundled KB, --kb bundled)"
     if command[0] == "extract":  # YAML to paste: its KB line is a comment
         assert last == f"# {expected}"
-    elif command[0] == "validate":  # one summary line, the KB at its end
-        assert last.startswith("ok: ") and last.endswith(f"; {expected}")
+    elif command[0] == "validate":  # one summary line, the KB and the config at its end
+        assert last.startswith("ok: ") and last.endswith(f"; {expected}; no config")
     else:
         assert last == expected
 

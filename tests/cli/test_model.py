@@ -65,3 +65,41 @@ def test_a_record_lacking_a_size_exits_1(tmp_path: Path) -> None:
     arch.write_text("\n".join(lines) + "\n")
     result = runner.invoke(app, ["--kb", str(tmp_path), "model", "show", "nemotron-h-8b"])
     assert result.exit_code == 1 and "ssm_heads" in result.output
+
+
+def _broken_architecture(tmp_path: Path, old: str, new: str) -> Path:
+    shutil.copytree(bundled_root() / "records", tmp_path / "records",
+                    ignore=shutil.ignore_patterns("*.png"))  # fmt: skip
+    arch = tmp_path / "records" / "architectures" / "llama-3-1-8b.yaml"
+    text = arch.read_text(encoding="utf-8")
+    assert old in text
+    arch.write_text(text.replace(old, new, 1), encoding="utf-8")
+    return arch
+
+
+def test_an_architecture_that_does_not_load_is_named_with_its_first_error(
+    tmp_path: Path,
+) -> None:
+    """issue 27: a schema error dropped the record and model show said "no architecture
+    record" (exit 2), as for a typo of the id."""
+    _broken_architecture(tmp_path, "\nlayers:\n", "\nlayerz:\n")
+    result = runner.invoke(app, ["--kb", str(tmp_path), "model", "show", "llama-3-1-8b"])
+    assert result.exit_code == 1, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert "no architecture record" not in lines[0]
+    assert "'llama-3-1-8b' exists (" in lines[0]
+    assert "llama-3-1-8b.yaml) but does not load" in lines[0]
+    assert "FKB12" in lines[0] and "layers" in lines[0]
+    as_json = runner.invoke(
+        app, ["--kb", str(tmp_path), "model", "show", "llama-3-1-8b", "-f", "json"]
+    )
+    assert as_json.exit_code == 1
+    assert json.loads(as_json.stdout)["error"]["kind"] == "record"
+
+
+def test_an_architecture_loaded_with_schema_errors_is_not_shown(tmp_path: Path) -> None:
+    _broken_architecture(tmp_path, "  d_model: {value: 4096,", '  d_model: {value: "big",')
+    result = runner.invoke(app, ["--kb", str(tmp_path), "model", "show", "llama-3-1-8b"])
+    assert result.exit_code == 1 and result.stdout == ""
+    assert "but has schema errors" in result.stderr and "FKB121" in result.stderr

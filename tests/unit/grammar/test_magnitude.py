@@ -93,3 +93,26 @@ def test_existing_kinds_have_no_dimension() -> None:
 def test_unknown_units_do_not_parse(text: str) -> None:
     with pytest.raises(MagnitudeError, match="expected"):
         parse_magnitude(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "reading"),
+    [
+        ("\u09ea" "x", "4x"),  # Bengali four, which looks like an 8
+        ("\U0001d7d2" "x", "4x"),  # mathematical bold four
+        ("\U0001d7fa" "-8x", "4-8x"),  # mathematical monospace four
+        ("\u0662-\u0668x", "2-8x"),  # Arabic-Indic two and eight
+        ("\uff16x at 16K", "6x at 16K"),  # fullwidth six
+        ("P=\u09e7\u09e8\u09ee", "P=128"),  # Bengali 128
+        ("crossover at \u0968K", "crossover at 2K"),  # Devanagari two
+        ("1,9\u096d9 TOPS", "1,979 TOPS"),
+    ],
+)
+def test_figures_in_other_digits_are_refused_with_their_ascii_reading(
+    text: str, reading: str
+) -> None:
+    """Python's `float` reads every script's decimal digits: the grammar takes ASCII only, as
+    the formula grammar does, and the hint says what the figure would have read as."""
+    with pytest.raises(MagnitudeError, match="expected ASCII digits 0-9") as caught:
+        parse_magnitude(text)
+    assert caught.value.hint is not None and repr(reading) in caught.value.hint

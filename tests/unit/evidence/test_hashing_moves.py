@@ -10,8 +10,8 @@ import shutil
 from flopkb.kb import load_kb
 from flopkb.model import EvidenceRecord
 from flopkb.paths import bundled_root
-from flopkb.verify import evidence as ev_io
-from flopkb.verify import hashing
+from flopkb.evidence import store as ev_io
+from flopkb.evidence import hashing
 from tests.unit.verify_fixtures import stored_ratio, write_kb
 
 A, B, C, E = "a" * 64, "b" * 64, "c" * 64, "e" * 64
