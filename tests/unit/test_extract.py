@@ -154,15 +154,16 @@ def test_256_kib_of_adversarial_prose_is_well_under_a_second() -> None:
 
 @pytest.mark.parametrize("make", [_adversarial, _dense], ids=["adversarial", "dense"])
 def test_extract_is_linear(make) -> None:  # type: ignore[no-untyped-def]
-    """4x the prose costs at most ~6x the time (quadratic gives 16x); the small run is scaled
-    up until it takes 50 ms of CPU so that timer noise does not decide."""
+    """4x the prose costs at most 9x the time (quadratic gives 16x); the small run is scaled
+    up until it takes 50 ms of CPU so that timer noise does not decide. CPU time still moves on
+    a busy host (caches shared with other processes): CI measured 6.5x for the linear code."""
     n = 64 * _KIB
     small = _cpu(make(n))
     while small < 0.05 and n < 1024 * _KIB:
         n *= 2
         small = _cpu(make(n))
     large = _cpu(make(4 * n))
-    assert large <= 6 * small, f"{n} chars: {small:.3f} s; {4 * n}: {large:.3f} s"
+    assert large <= 9 * small, f"{n} chars: {small:.3f} s; {4 * n}: {large:.3f} s"
 
 
 _PIECES = st.sampled_from(

@@ -25,16 +25,18 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("model", ("flopkb.model",)),
     # KB files read (bounded, located, with inline suppressions) and written (atomically, with
     # the schema header line)
-    ("files", ("flopkb.load", "flopkb.atomic", "flopkb.suppression", "flopkb.schema_export")),
+    ("files", ("flopkb.load", "flopkb.atomic", "flopkb.suppression", "flopkb.schema_export",
+               "flopkb.scaffold")),
     ("evidence", ("flopkb.evidence",)),
-    ("kb", ("flopkb.kb",)),
+    # the bundled KB as a source of records to copy (`flopkb add`), and what a change feeds
+    ("kb", ("flopkb.kb", "flopkb.bundle", "flopkb.feeds")),
     ("hardware", ("flopkb.hardware",)),
     ("architecture", ("flopkb.architecture",)),
     ("claims", ("flopkb.claims",)),
     ("graph", ("flopkb.graph",)),
     ("check", ("flopkb.check",)),
     ("validate", ("flopkb.validate", "flopkb.referencing", "flopkb.selection", "flopkb.staged",
-                  "flopkb.report", "flopkb.extract", "flopkb.scaffold")),
+                  "flopkb.report", "flopkb.extract")),
     ("verify", ("flopkb.verify",)),
     ("cli", ("flopkb.cli", "flopkb.__main__")),
     # the bundled kernels are loaded by path (flopkb.kernelpkg), never imported by flopkb

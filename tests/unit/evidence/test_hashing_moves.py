@@ -64,11 +64,16 @@ def _record(hashes: dict[str, str]) -> EvidenceRecord:
     )
 
 
+def _info(root, experiment: str):
+    kb, _ = load_kb(root)
+    return kb.catalogue().get(experiment)
+
+
 def test_evidence_survives_a_kernel_moved_within_a_hashed_folder(tmp_path):
     root = write_kb(tmp_path)
     shutil.copytree(bundled_root() / "kernels", root / "kernels",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    ev_io.write_evidence(_record(hashing.current_hashes(root, "ssd-vs-scan")),
+    ev_io.write_evidence(_record(hashing.current_hashes(root, _info(root, "ssd-vs-scan"))),
                          root / "records" / "evidence")
     ssd = root / "kernels" / "ssd"
     (ssd / "quadratic.py").rename(ssd / "masked_quadratic.py")
@@ -86,7 +91,7 @@ def test_a_stale_record_lists_its_moves_beside_the_change(tmp_path):
     root = write_kb(tmp_path)
     shutil.copytree(bundled_root() / "kernels", root / "kernels",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    ev_io.write_evidence(_record(hashing.current_hashes(root, "ssd-vs-scan")),
+    ev_io.write_evidence(_record(hashing.current_hashes(root, _info(root, "ssd-vs-scan"))),
                          root / "records" / "evidence")
     ssd = root / "kernels" / "ssd"
     (ssd / "quadratic.py").rename(ssd / "masked_quadratic.py")

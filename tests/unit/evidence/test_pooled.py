@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from flopkb.evidence.hashing import judge_changed
 from flopkb.evidence.pooled import figure, pooled
 from flopkb.kb import load_kb
 from flopkb.paths import bundled_root
@@ -15,8 +16,9 @@ def kb():
     return load_kb(bundled_root())[0]
 
 
-def _with_rounds(p):
-    return [ev for ev in p.runs if ev.rounds]
+def _with_rounds(kb, p):
+    """The runs a figure pools: those storing rounds, read under the current judge revision."""
+    return [ev for ev in p.runs if ev.rounds and not judge_changed(kb.catalogue(), ev)]
 
 
 # Claims whose judge reads only the points no round found launch-bound: a point launch-bound in
@@ -30,7 +32,7 @@ def test_the_pooled_interval_covers_every_run_it_pools(kb):
     # the committed runs give most measured claims a figure (three rounds-storing runs each)
     assert len(figures) >= 10
     for (claim, _), p in figures:
-        runs = _with_rounds(p)
+        runs = _with_rounds(kb, p)
         assert p.figure.runs == len(runs) >= 2, claim
         assert p.figure.rounds == sum(len(ev.rounds) for ev in runs), claim
         m = p.figure.measured
@@ -47,7 +49,7 @@ def test_a_run_outside_another_runs_band_is_inside_the_pooled_one(kb):
     run's own band (a per-process shift no in-process round sees)."""
     leaving = []
     for (claim, _), p in pooled(kb).items():
-        runs = _with_rounds(p)
+        runs = _with_rounds(kb, p)
         for a in runs:
             for b in runs:
                 mb = b.measured
@@ -60,7 +62,7 @@ def test_a_run_outside_another_runs_band_is_inside_the_pooled_one(kb):
 
 def test_no_figure_from_one_run_or_from_runs_under_different_conditions(kb):
     p = next(p for p in pooled(kb).values() if p.figure is not None)
-    a, b = _with_rounds(p)[:2]
+    a, b = _with_rounds(kb, p)[:2]
     assert figure(kb, [a]) is None
     moved = b.model_copy(update={"conditions": {**b.conditions, "steps": 12345}})
     assert figure(kb, [a, moved]) is None
@@ -70,7 +72,7 @@ def test_no_figure_from_one_run_or_from_runs_under_different_conditions(kb):
 def test_runs_without_rounds_stay_out_of_the_figure(kb):
     p = next(p for p in pooled(kb).values()
              if p.figure is not None and any(not ev.rounds for ev in p.runs))
-    assert p.figure.runs == len(_with_rounds(p)) < len(p.measuring)
+    assert p.figure.runs == len(_with_rounds(kb, p)) < len(p.measuring)
 
 
 def test_claims_shows_the_pooled_figure(kb):
