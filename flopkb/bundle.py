@@ -27,11 +27,11 @@ from pydantic import BaseModel
 
 from flopkb.atomic import UnsafeTarget, WritePolicy, atomic_path, writing
 from flopkb.kb import KnowledgeBase, load_kb
+from flopkb.load.walk import walk_records
 from flopkb.model import AcceleratorRecord, ClassRecord, QuantityRecord, SourceRecord
 from flopkb.model.evidence import EvidenceRecord
 from flopkb.paths import bundled_root
 from flopkb.scaffold import InitError, folders_inside
-from flopkb.load.walk import walk_records
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # the folder a bundled record of the expected type lives in (a spec may cite evidence)

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 
 from flopkb.check.base import CheckContext, check, rule
 from flopkb.findings import Finding, Severity
-from flopkb.model import ClassRecord
 from flopkb.grammar.text import ForeignDigits, foreign_digits
+from flopkb.model import ClassRecord
 
 FOREIGN_DIGITS = rule(
     "FKB214",

@@ -64,4 +64,5 @@ def test_readme_git_install_works_offline(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     # the summary names the KB validated (and then the config it read, here none)
-    assert f"KB {site / 'flopkb' / '_kb'} (bundled KB, --kb bundled);" in done.stdout.splitlines()[-1]
+    summary = done.stdout.splitlines()[-1]
+    assert f"KB {site / 'flopkb' / '_kb'} (bundled KB, --kb bundled);" in summary

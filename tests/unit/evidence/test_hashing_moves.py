@@ -7,11 +7,11 @@ from __future__ import annotations
 import datetime as dt
 import shutil
 
+from flopkb.evidence import hashing
+from flopkb.evidence import store as ev_io
 from flopkb.kb import load_kb
 from flopkb.model import EvidenceRecord
 from flopkb.paths import bundled_root
-from flopkb.evidence import store as ev_io
-from flopkb.evidence import hashing
 from tests.unit.verify_fixtures import stored_ratio, write_kb
 
 A, B, C, E = "a" * 64, "b" * 64, "c" * 64, "e" * 64
