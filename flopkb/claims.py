@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from flopkb.architecture.show import derived_values
@@ -18,12 +19,15 @@ def list_claims(
     quantity: str | None = None,
     basis: str | Basis | None = None,
     accelerator: str | None = None,
+    lacking: Mapping[str, list[str]] | None = None,
 ) -> list[dict[str, Any]]:
     """Claims as `[{"claim","record","quantity","magnitude","basis","verdicts":{acc: verdict}}]`.
 
     A `derived` row with a formula also has `computed`: its formula on each accelerator its class
     lists, `{acc: {"value", "agrees"[, "note"]}}` (flopkb.hardware.derived; `agrees` false is
-    FKB213); other rows have `computed: null`. `not_verifiable`: why verify does not judge the row
+    FKB213); other rows have `computed: null`. `not_applicable_on`: the parts of `lacking` (claim
+    id -> accelerators that lack a quantity it rests on, `flopkb.check.uses.not_applicable`) the
+    row is out of reach on. `not_verifiable`: why verify does not judge the row
     everywhere (its link's `not_applicable` reason or `judged_on` parts), else null. A row with
     `derived_from` has `computed_from_architectures`,
     the values computed from the architecture records (flopkb.architecture.show); else null.
@@ -83,6 +87,8 @@ def list_claims(
                 else {acc: c.as_dict() for acc, c in computed.items()},
                 "computed_from_architectures": _computed(kb, row),
                 "not_verifiable": not_verifiable(row),
+                "not_applicable_on": [a for a in (lacking or {}).get(claim_id, [])
+                                      if accelerator in (None, a)],
             }
         )
     return rows

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from flopkb.architecture.show import shown
+from flopkb.check.uses import not_applicable
 from flopkb.claims import list_claims
 from flopkb.cli.common import (
     FormatOption,
@@ -49,8 +50,11 @@ def claims(
             "out (run `flopkb validate`)", markup=False, highlight=False,
         )  # fmt: skip
     try:
+        # parts that lack a quantity a claim rests on (a null spec: no INT4 tensor cores on
+        # Hopper), read off the KB by the graph checks' one pass
         rows = list_claims(
-            kb, record=record, quantity=quantity, basis=basis, accelerator=accelerator
+            kb, record=record, quantity=quantity, basis=basis, accelerator=accelerator,
+            lacking=not_applicable(kb),
         )
     except UnknownRecord as exc:
         fail(str(exc))
@@ -73,6 +77,11 @@ def claims(
         # yet"
         if r.get("not_verifiable"):
             verdicts = "; ".join(x for x in (verdicts, r["not_verifiable"]) if x)
+        # out of reach where the part lacks the quantity: said, instead of a bare "-"
+        if r["not_applicable_on"]:
+            why = (f"not applicable on {', '.join(r['not_applicable_on'])}: {r['quantity']} (or "
+                   "an input of it) is null there")
+            verdicts = "; ".join(x for x in (verdicts, why) if x)
         verdicts = verdicts or "-"
         magnitude = r["magnitude"]
         if r.get("computed_from_architectures"):

@@ -50,7 +50,8 @@ def test_rows_have_the_design_keys(kb: KnowledgeBase) -> None:
     for row in rows:
         assert set(row) == {"claim", "record", "quantity", "magnitude", "basis", "verdicts",
                             "verdict_text", "pooled_text", "runs", "implementation_sensitive",
-                            "computed", "computed_from_architectures", "not_verifiable"}
+                            "computed", "computed_from_architectures", "not_verifiable",
+                            "not_applicable_on"}
         assert row["claim"].startswith(row["record"] + "/")
         source = by_id[row["claim"]]
         assert (row["computed"] is not None) == (source.formula is not None
