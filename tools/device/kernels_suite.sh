@@ -7,12 +7,8 @@
 #   bash tools/device/kernels_suite.sh "--record selective-ssm-scan" "--claim a/b --impl all"
 #                                                            # only these runs, in turn
 set -u
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-  --target /tmp/site .whl/*.whl .peers/fla_core-*.whl .peers/mamba_ssm-*-py3-none-any.whl \
-  .peers/cuda_cccl-*-cp312-*.whl || exit 1
-export PYTHONPATH="$PWD:/tmp/site" FLOPKB_CACHE_DIR=/tmp/fcache PYTHONUNBUFFERED=1
-[ -f .peers/flopkb_mamba_selective_scan.so ] && export FLOPKB_MAMBA_EXT=.peers/flopkb_mamba_selective_scan.so
-nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv
+# shellcheck source=tools/device/peers_env.sh
+. "$(dirname "$0")/peers_env.sh"
 start=$(date +%s)
 left() { echo $(( ${BUDGET_S:-570} - ($(date +%s) - start) )); }
 if [ $# -eq 0 ]; then
