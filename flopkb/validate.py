@@ -74,8 +74,8 @@ class ValidationResult:
         return 0 if self.ok else 1
 
     def as_dict(self) -> dict[str, Any]:
-        """DESIGN's JSON contract (ok, records, errors, warnings) plus hint, severity, notes
-        and the KB that was checked. A record id the findings show cut is given whole once, in
+        """The stable JSON contract (ok, records, errors, warnings; docs/validate.md) plus hint,
+        severity, notes and the KB that was checked. A record id the findings show cut is given whole once, in
         `full_records` (cut id -> id)."""
 
         data: dict[str, Any] = {

@@ -1,4 +1,5 @@
-"""Provenance rules 1, 2, 3 and 5 of DESIGN: the claim rows of class records earn what they say.
+"""The provenance rules: the claim rows of class records earn what they say (docs/validate.md,
+"How the provenance rules are read").
 
 1. `effect` is a verbatim span of the prose (whitespace, typographic quotes and dashes normalised).
 2. Every figure of `magnitude` is a number the prose already quotes, as a number token ("8" matches
@@ -214,7 +215,7 @@ def _magnitude(
     except MagnitudeError as exc:
         yield ctx.finding(
             BAD_MAGNITUDE, rid, (*at, "magnitude"), str(exc),
-            exc.hint or "see the magnitude grammar in README",
+            exc.hint or "see docs/validate.md#the-magnitude-grammar",
         )  # fmt: skip
         return
     sizes = [str(t) for key in ("at_text",) if (t := magnitude.condition.get(key))]
@@ -345,7 +346,7 @@ def _derived(ctx: CheckContext, rid: str, record: ClassRecord, i: int) -> Iterat
             if agrees is False:
                 disagreeing.setdefault(outcome, []).append(acc_id)
         elif isinstance(outcome, NotApplicable):
-            # an explicit null: the claim is not applicable there (DESIGN), not a broken formula
+            # an explicit null: the claim is not applicable there (FKB603), not a broken formula
             continue
         elif isinstance(outcome, MissingInput):
             yield ctx.finding(

@@ -1,4 +1,4 @@
-"""Rule 4 of DESIGN: every reference names a record that exists and has the right kind.
+"""References: every reference names a record that exists and has the right kind.
 
 A reference to a file that failed to load is FKB303, not FKB301: that file has its own findings,
 and the reference is reported as what it is, so that the referencing record is never silently

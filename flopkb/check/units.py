@@ -3,7 +3,7 @@
 A spec in a different but convertible unit (3350 GB/s for a quantity in TB/s) is an error whose hint
 gives the converted value to store; a unit of another dimension is an error without a conversion.
 A null value (an absent hardware path) needs a note saying why. Every accelerator specifies the
-required datasheet quantities of DESIGN that the KB defines (a value, or null with a note).
+required datasheet quantities (REQUIRED_SPECS) that the KB defines (a value, or null + note).
 
 Conversion uses the one unit table of `flopkb.grammar.units` (a table, not a units library: the
 canonical units are vendor units such as TOPS, TFLOP/s, GB, KiB; that module says why).
@@ -33,7 +33,7 @@ MISSING_REQUIRED_SPEC = rule(
     "FKB413", Severity.warning, "an accelerator does not specify a required datasheet quantity"
 )
 
-# The datasheet quantities every accelerator gives (DESIGN, "Required ids").
+# The datasheet quantities every accelerator gives (docs/kb.md, "What the KB holds").
 REQUIRED_SPECS = (
     "bf16_tensor_flops", "fp16_tensor_flops", "tf32_tensor_flops", "int8_tensor_ops",
     "int4_tensor_ops", "fp32_simt_flops", "hbm_bandwidth", "memory_capacity", "l2_cache_size",

@@ -5,7 +5,7 @@ Nodes are keyed `<kind>:<id>` so that ids of different kinds never collide:
 `accelerator:h200-sxm`, `source:dao-gu-2024-ssd`, `evidence:<id>`. Every node carries `kind`,
 `label` (the bare id) and `record` (the record that defines it; a claim's class record).
 
-Edges (a `networkx.DiGraph`; each edge's `relation` attribute names it), as DESIGN describes:
+Edges (a `networkx.DiGraph`; each edge's `relation` attribute names it; docs/graph.md):
 
     class       -has->            claim
     claim       -depends_on->     quantity     (the row's quantity; `via: formula` for inputs of a
@@ -30,7 +30,7 @@ No two relations ever join the same ordered pair of nodes, so a DiGraph suffices
 faster than a MultiDiGraph at 10^4 records); a second edge of the same pair keeps the first one
 (a source cited by both the row and the class keeps `via: row`).
 
-One addition DESIGN does not list: `accelerator -cites-> source` (`quantities`: the specs it backs),
+One edge beyond the claims': `accelerator -cites-> source` (`quantities`: the specs it backs),
 so that a datasheet backing a spec is not an orphan and `affects SOURCE` reaches the claims it
 moves. A spec is backed by its own `source` when it names one, else by the record's `sources`;
 a record-level source whose specs all name their own keeps the edge with no quantities.

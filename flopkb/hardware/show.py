@@ -74,7 +74,7 @@ def _measured(kb: KnowledgeBase, acc_id: str) -> dict[str, dict[str, Any]]:
 def hw_show(kb: KnowledgeBase, acc_id: str, model: HardwareModel | None = None) -> dict[str, Any]:
     """Datasheet specs with sources and computed parameters with formula and unit.
 
-    Shape (DESIGN): `{"id", "specs": {qid: {"value","unit","source"}}, "computed": {qid: {"value",
+    Shape (stable): `{"id", "specs": {qid: {"value","unit","source"}}, "computed": {qid: {"value",
     "unit","formula"}}}`, plus `title`, per-entry `note` where the record or evaluation has one, and
     `measured` (calibration evidence: ceiling -> value, unit, low, high, experiment, evidence), and
     `derived`: every `basis: derived` claim row of a class affected by this part, with its formula

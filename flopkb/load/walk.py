@@ -35,7 +35,7 @@ RECORD_SUFFIXES = (".yaml", ".yml")
 
 @dataclass(frozen=True)
 class WalkLimits:
-    """Bounds of one walk. 100,000 entries is ten times the KB size DESIGN plans for (10^4
+    """Bounds of one walk. 100,000 entries is ten times the KB size flopkb is built for (10^4
     records, plus their evidence plots); 16 folder levels is far beyond `records/<kind>/`."""
 
     max_entries: int = 100_000

@@ -15,7 +15,7 @@ SideName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]*$", ma
 
 
 class Basis(str, Enum):
-    """How firmly a claim stands: rule 3 of DESIGN checks that the basis is earned."""
+    """How firmly a claim stands: the provenance rules check that the basis is earned."""
 
     unverified = "unverified"
     cited = "cited"
