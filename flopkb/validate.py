@@ -75,8 +75,8 @@ class ValidationResult:
 
     def as_dict(self) -> dict[str, Any]:
         """The stable JSON contract (ok, records, errors, warnings; docs/validate.md) plus hint,
-        severity, notes and the KB that was checked. A record id the findings show cut is given whole once, in
-        `full_records` (cut id -> id)."""
+        severity, notes and the KB that was checked. A record id the findings show cut is given
+        whole once, in `full_records` (cut id -> id)."""
 
         data: dict[str, Any] = {
             "ok": self.ok,
