@@ -36,13 +36,15 @@ def _number(x: Any) -> bool:
 
 
 def _merge_values(values: list[Any], edge: str | None) -> Any:
-    present = [v for v in values if v is not None]
+    return _merge_present([v for v in values if v is not None], len(values), edge)
+
+
+def _merge_present(present: list[Any], rounds: int, edge: str | None) -> Any:
+    """Merge the values `rounds` rounds gave (`present`: the ones not missing, in round order)."""
     if not present:
         return None
-    if edge == "low" and len(present) < len(values):
-        # an open lower edge in one round stays open: the merged band must cover that round
-        return None
-    if edge == "high" and len(present) < len(values):
+    if edge is not None and len(present) < rounds:
+        # an open edge in one round stays open: the merged band must cover that round
         return None
     if all(isinstance(v, dict) for v in present):
         return merge_data(present)
@@ -64,11 +66,16 @@ def _merge_values(values: list[Any], edge: str | None) -> Any:
 
 
 def merge_data(rounds: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Merge the same dict from several rounds key by key (keys any round has)."""
-    keys: list[str] = []
+    """Merge the same dict from several rounds key by key (keys any round has, in the order they
+    first appear). One pass over the rounds: a record whose rounds each carry other keys (a
+    hostile one) costs their total size, not keys x rounds."""
+    present: dict[str, list[Any]] = {}
     for d in rounds:
-        keys.extend(k for k in d if k not in keys)
-    return {k: _merge_values([d.get(k) for d in rounds], _edge(k)) for k in keys}
+        for k, v in d.items():
+            column = present.setdefault(k, [])
+            if v is not None:
+                column.append(v)
+    return {k: _merge_present(vals, len(rounds), _edge(k)) for k, vals in present.items()}
 
 
 def _identity(row: Any) -> tuple:
