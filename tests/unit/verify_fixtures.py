@@ -27,7 +27,6 @@ ROWS = [
     ("mlp", "scan-vs-mlp", "qualitative", {"d_model": 16, "state_dim": 8, "tokens": 64,
                                            "seq_len": 32}),
     ("decay", "decay-granularity", "qualitative", SSD),
-    ("ssd-decay", "ssd-decay-granularity", "qualitative", SSD),
     ("roofline", "roofline-efficiency", "qualitative", {"d_model": 8, "state_dim": 8,
                                                         "tokens": 64}),
     ("share", "ssd-matmul-share", "qualitative", SSD),

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Exploration call A (session 6): peers built in the background while the new decode/attention
-# kernels are timed beside their peers. Run from the repository root with .whl/ .peers/ carried.
+# One device call: Mamba's CUDA scan and causal-conv1d built from their sdists in the background
+# (tools/device/build_peers.sh) while the MLA/MoE decode and sliding-window kernels are timed
+# beside their peers (bench/kernels_decode_mla_moe.py, bench/kernels_attention_window.py).
+# Run from the repository root with .whl/ .peers/ carried.
 set -u
 t0=$(date +%s)
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-  --target /tmp/site .whl/*.whl .peers/fla_core-*.whl .peers/mamba_ssm-*-py3-none-any.whl \
-  .peers/cuda_cccl-*-cp312-*.whl || exit 1
-export PYTHONPATH="$PWD:/tmp/site" FLOPKB_CACHE_DIR=/tmp/fcache PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,serial,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv | tee "$OUT/gpu.txt"
+# shellcheck source=tools/device/peers_env.sh
+. "$(dirname "$0")/peers_env.sh" > "$OUT/gpu.txt"  # sourced, not piped: its exports must stay
+cat "$OUT/gpu.txt"
 MAX_JOBS=6 bash tools/device/build_peers.sh > "$OUT/build.log" 2>&1 &
 build=$!
 timeout 220 python3 bench/kernels_decode_mla_moe.py --out "$OUT/mla_moe.json" > "$OUT/mla_moe.log" 2>&1

@@ -26,7 +26,6 @@ EXAMPLE = ROOT / "docs" / "examples" / "rmsnorm-kb"
 ADDED_SINCE = {
     "scan-benchmark", "non-matmul-cost", "prefill-trend", "serving-samba-prompt",
     "serving-samba-generation", "serving-nemotron-h", "serving-kimi-decode",
-    "ssd-decay-granularity",
 }
 
 # judging rules changed on purpose since the move: each must have raised its judge_revision
