@@ -15,8 +15,10 @@ Three sides time the same lengths in one run:
 
 Reads `crossover at L` as the length where t(attention) / t(scan) crosses 1 for good (log-log
 interpolation, the band from the p10/p90 corners) and `up to A-B x` as the largest
-t(pytorch) / t(scan) over the sweep inside [A, B] widened by the tolerance (`up to R x`: R as an
-exact figure; `Rx at L`: the ratio at L).
+t(pytorch) / t(scan) over the lengths timed in every round inside [A, B] widened by the tolerance
+(`up to R x`: R as an exact figure; `Rx at L`: the ratio at L). Revision 2: revision 1 read the
+largest ratio over any timed length, so a length the baseline reached in one round only (out of
+memory in the others) judged the claim with an open interval.
 """
 
 from __future__ import annotations
@@ -213,8 +215,13 @@ def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
         where, low, high = f"at L={at}", mag.low, mag.high
         bound = mag.bound
     else:
-        # "up to": the largest speedup over the sweep is the figure the claim names
-        row = max(timed, key=lambda r: r["pytorch_ratio"])
+        # "up to": the largest speedup over the sweep is the figure the claim names, read among
+        # the lengths timed in every round (a length the baseline reached in one round only, out
+        # of memory in the others, has an open interval and cannot carry a verdict alone)
+        closed = [r for r in timed
+                  if r.get("pytorch_ratio_low") is not None
+                  and r.get("pytorch_ratio_high") is not None]
+        row = max(closed or timed, key=lambda r: r["pytorch_ratio"])
         low, high = _speedup_range(mag)
         where, bound = f"largest over L (at L={row['seq_len']})", "range"
     measured = Interval(row["pytorch_ratio"], row["pytorch_ratio_low"], row["pytorch_ratio_high"])

@@ -29,7 +29,7 @@ ADDED_SINCE = {
 }
 
 # judging rules changed on purpose since the move: each must have raised its judge_revision
-CHANGED_SINCE = {("determinism-overhead", "criterion"): 2}
+CHANGED_SINCE = {("determinism-overhead", "criterion"): 2, ("scan-benchmark", "criterion"): 2}
 # kernel lists changed on purpose since the move: the per-op timing helpers moved from
 # flopkb/verify/experiments/ under kernels/ (each op's bench.py, reduction/scatter.py), so the
 # declarations now hash them and the op files they import (issue 25)

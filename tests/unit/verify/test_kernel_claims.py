@@ -8,6 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from flopkb.claims import list_claims
+from flopkb.evidence import catalogue
 from flopkb.evidence.measurement import Measurement
 from flopkb.evidence.rederive import MISMATCH, rederive
 from flopkb.grammar.magnitude import parse_magnitude
@@ -70,6 +71,17 @@ def test_up_to_20_40x_reads_the_largest_speedup(speedups, verdict):
     j = scan_benchmark.judge(m, parse_magnitude("up to 20-40x"), {})
     assert j.verdict == verdict
     assert j.measured.value == max(speedups)
+
+
+def test_up_to_reads_among_the_lengths_every_round_timed():
+    # the baseline reached the longest length in one round only (out of memory in the others):
+    # the merged row has an open interval and its larger ratio must not judge the claim alone
+    rows = _scan_rows(2048, [3.0, 5.0, 8.0, 9.0, 9.6, 9.8])
+    rows[-1].update(pytorch_ratio_low=None, pytorch_ratio_high=None)
+    j = scan_benchmark.judge(_scan_m(rows), parse_magnitude("up to 18-44x"), {})
+    assert j.measured.value == 9.6
+    assert j.measured.low is not None and j.verdict == "refuted"
+    assert "L=8192" in j.what
 
 
 def test_a_speedup_band_straddling_20x_is_inconclusive():
@@ -154,7 +166,7 @@ def _evidence(kb: KnowledgeBase, claim: str, experiment: str, m: Measurement, mo
     measured = {**data["measured"], "value": j.measured.value, "low": j.measured.low,
                 "high": j.measured.high, "unit": j.unit}
     data.update(claim=claim, experiment=experiment, schema_version=4, verdict=j.verdict,
-                judgements=[], implementation_sensitive=False, measured=measured,
+                judge_revision=catalogue.get(experiment).judge_revision, judgements=[], implementation_sensitive=False, measured=measured,
                 rounds=[{"data": m.data, "sweep": m.sweep}],
                 statistics={"data": m.data}, sweep=m.sweep, conditions={})
     return data
