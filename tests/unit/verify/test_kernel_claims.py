@@ -166,7 +166,8 @@ def _evidence(kb: KnowledgeBase, claim: str, experiment: str, m: Measurement, mo
     measured = {**data["measured"], "value": j.measured.value, "low": j.measured.low,
                 "high": j.measured.high, "unit": j.unit}
     data.update(claim=claim, experiment=experiment, schema_version=4, verdict=j.verdict,
-                judge_revision=catalogue.get(experiment).judge_revision, judgements=[], implementation_sensitive=False, measured=measured,
+                judge_revision=catalogue.get(experiment).judge_revision, judgements=[],
+                implementation_sensitive=False, measured=measured,
                 rounds=[{"data": m.data, "sweep": m.sweep}],
                 statistics={"data": m.data}, sweep=m.sweep, conditions={})
     return data
