@@ -520,7 +520,8 @@ def table(results: dict[str, Any]) -> str:
             if "ratio" in c:
                 rows.append(f"{name:<12} stacked/composed {c['phase']} B={c['batch']} "
                             f"L={c['tokens']}: {c['stacked_ms']:.4g} / {c['composed_ms']:.4g} "
-                            f"ms = {c['ratio']:.3f}")
+                            f"ms = {c['ratio']:.3f} (with norms + adds "
+                            f"{c['glue_ms']:.3g} ms: {c['ratio_with_glue']:.3f})")
             else:
                 why = str(c.get("error") or c.get("skipped"))[:90]
                 rows.append(f"{name:<12} stacked/composed {c.get('phase', '')}: {why}")

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 
 from ._build import DT, Maker, kind_of
 
@@ -42,9 +43,10 @@ SEED_STRIDE = 7919
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = EPS) -> torch.Tensor:
-    """x [rows, D] bf16, weight [D] -> x / rms(x) * weight, computed in fp32, returned bf16."""
-    xf = x.float()
-    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * weight.float()).to(x.dtype)
+    """x [rows, D] bf16, weight [D] bf16 -> x / rms(x) * weight: torch's `rms_norm`, one kernel
+    on CUDA as serving engines' fused norms are (an fp32 chain of seven would weigh a decode
+    step's time with launches no engine makes)."""
+    return F.rms_norm(x, (x.shape[-1],), weight, eps)
 
 
 def _sublayers(arch: Any) -> tuple[list[str], int]:
@@ -88,6 +90,14 @@ class Stacked:
     phase: str
     meta: dict[str, Any] = field(default_factory=dict)
 
+    def glue(self, x: torch.Tensor) -> torch.Tensor:
+        """The stack's own work without its layers: every norm and residual add on x [rows, D]
+        (`h = h + norm(h)` per layer, then the final norm), so stacked ~ composed + glue."""
+        h = x
+        for w in self.norms[:-1]:
+            h = h + rms_norm(h, w)
+        return rms_norm(h, self.norms[-1])
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x [rows, D] -> the final-normed residual stream [rows, D]."""
         h = x
@@ -114,7 +124,7 @@ def build_stack(ctx: Any, arch: Any, phase: str, batch: int, tokens: int, *,
               for i, k in enumerate(kinds)]
     m = Maker(ctx, seed)
     d = layers[0][1][0].shape[-1]
-    norms = [1.0 + 0.1 * m.randn(d, dtype=torch.float32) for _ in range(len(kinds) + 1)]
+    norms = [(1.0 + 0.1 * m.randn(d, dtype=torch.float32)).to(DT) for _ in range(len(kinds) + 1)]
     rows = batch if phase == "decode" else batch * tokens
     return Stacked(kinds, layers, norms, m.randn(rows, d).to(DT), phase,
                    {"arch": arch.id, "batch": batch, "tokens": tokens, "seed": seed})
@@ -215,7 +225,9 @@ class GraphedStep:
 
 @dataclass(frozen=True)
 class StackedTiming:
-    """Stacked and composed ms per call (medians over rounds), their ratio, and the parts."""
+    """Stacked and composed ms per call (medians over rounds), their ratio, and the parts.
+    `glue_ms`: the stack's norms and residual adds alone (`Stacked.glue`), which the stack
+    runs and the composed sum leaves out; `ratio_with_glue` = stacked / (composed + glue)."""
 
     arch: str
     phase: str
@@ -224,6 +236,7 @@ class StackedTiming:
     kinds: list[str]
     stacked_ms: float
     composed_ms: float
+    glue_ms: float
     per_layer_ms: list[float]
     round_ratios: list[float]
     how: str
@@ -232,23 +245,27 @@ class StackedTiming:
     def ratio(self) -> float:
         return self.stacked_ms / self.composed_ms if self.composed_ms > 0 else float("inf")
 
+    @property
+    def ratio_with_glue(self) -> float:
+        total = self.composed_ms + self.glue_ms
+        return self.stacked_ms / total if total > 0 else float("inf")
+
     def as_dict(self) -> dict[str, Any]:
         return {"arch": self.arch, "phase": self.phase, "batch": self.batch,
                 "tokens": self.tokens, "kinds": self.kinds, "stacked_ms": self.stacked_ms,
-                "composed_ms": self.composed_ms, "ratio": self.ratio,
-                "per_layer_ms": self.per_layer_ms, "round_ratios": self.round_ratios,
-                "how": self.how}
+                "composed_ms": self.composed_ms, "glue_ms": self.glue_ms, "ratio": self.ratio,
+                "ratio_with_glue": self.ratio_with_glue, "per_layer_ms": self.per_layer_ms,
+                "round_ratios": self.round_ratios, "how": self.how}
 
 
 def time_stacked(ctx: Any, arch: Any, phase: str, batch: int, tokens: int, *,
                  kinds: Sequence[str] | None = None, builder: Callable[..., Any] | None = None,
                  rounds: int = 3, seed: int = 0) -> StackedTiming:
-    """Time the stack of `arch` end to end and each of its layers alone, in `rounds`
-    interleaved rounds (stack, then every layer, per round), through `ctx.time` (CUDA-graph
-    replay; a decode step that cannot be captured is refused by it, never timed eagerly).
-    Returns medians over rounds: stacked ms, composed ms (the sum of the layers' ms) and the
-    per-layer ms. Norms and residual adds are in the stack only: that gap is part of what the
-    ratio measures."""
+    """Time the stack of `arch` end to end, each of its layers alone and its glue (norms and
+    residual adds) alone, in `rounds` interleaved rounds (stack, every layer, glue, per round),
+    through `ctx.time` (CUDA-graph replay; a decode step that cannot be captured is refused by
+    it, never timed eagerly). Returns medians over rounds: stacked ms, composed ms (the sum of
+    the layers' ms), glue ms and the per-layer ms."""
     if rounds < 1:
         raise ValueError(f"expected rounds >= 1, got {rounds}")
     stacked = build_stack(ctx, arch, phase, batch, tokens, kinds=kinds, builder=builder,
@@ -256,6 +273,7 @@ def time_stacked(ctx: Any, arch: Any, phase: str, batch: int, tokens: int, *,
     decode = phase == "decode"
     at = f"{arch.id} stacked {phase} B={batch} {'L' if decode else 'T'}={tokens}"
     stack_ms: list[float] = []
+    glue_ms: list[float] = []
     layer_ms: list[list[float]] = [[] for _ in stacked.layers]
     with torch.no_grad():
         for r in range(rounds):
@@ -267,12 +285,17 @@ def time_stacked(ctx: Any, arch: Any, phase: str, batch: int, tokens: int, *,
                 t = ctx.time(f"{at} layer {i} {kind} round {r}", fn, [args], decode=decode,
                              batch=batch, steps=tokens)
                 layer_ms[i].append(t.median_ms)
+            t = ctx.time(f"{at} glue round {r}", stacked.glue, [(stacked.x,)], decode=decode,
+                         batch=batch, steps=tokens)
+            glue_ms.append(t.median_ms)
     sums = [sum(col[r] for col in layer_ms) for r in range(rounds)]
     return StackedTiming(
         arch=arch.id, phase=phase, batch=batch, tokens=tokens, kinds=list(stacked.kinds),
         stacked_ms=statistics.median(stack_ms), composed_ms=statistics.median(sums),
+        glue_ms=statistics.median(glue_ms),
         per_layer_ms=[statistics.median(col) for col in layer_ms],
         round_ratios=[s / c if c > 0 else float("inf") for s, c in zip(stack_ms, sums,
                                                                         strict=True)],
-        how="ctx.time: CUDA-graph replay of the whole step / forward and of each layer alone "
-            "(graph capture required for decode), medians over interleaved rounds")
+        how="ctx.time: CUDA-graph replay of the whole step / forward, of each layer alone and "
+            "of the norms + residual adds alone (graph capture required for decode), medians "
+            "over interleaved rounds")

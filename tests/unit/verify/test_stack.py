@@ -54,6 +54,19 @@ def norm_ref(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return (xf / (xf.pow(2).mean(-1, keepdim=True) + stack.EPS).sqrt() * w.double()).to(x.dtype)
 
 
+def test_the_norm_is_rms_norm_and_the_glue_is_every_norm_and_add(kb, cpu) -> None:
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(7, 37, generator=g).bfloat16()
+    w = (1 + 0.1 * torch.randn(37, generator=g)).bfloat16()
+    assert rel(stack.rms_norm(x, w), norm_ref(x, w)) < 1e-2
+    arch = tiny(kb.architectures["llama-3-1-8b"], **TINY["nemotron-h-8b"])
+    s = stack.build_stack(cpu, arch, "decode", 2, 5)
+    h = s.x
+    for w in s.norms[:-1]:
+        h = h + norm_ref(h, w)
+    assert rel(s.glue(s.x), norm_ref(h, s.norms[-1])) < 2e-2
+
+
 def by_hand(ctx, arch, phase: str, kinds, batch: int, tokens: int, norms, x, steps: int = 1):
     """The layers built afresh from the stack's seeds and composed here, `steps` times on x."""
     builder = prefill.prefill_layer if phase == "prefill" else decode.decode_layer
@@ -132,6 +145,8 @@ def test_time_stacked_sums_its_own_layers_timed_alone(kb, cpu, monkeypatch) -> N
         if "layer" in label:
             kind = label.split(" layer ")[1].split()[1]
             ms = per_kind[kind] * (1.1 if label.endswith("round 1") else 1.0)
+        elif " glue " in label:
+            ms = 0.5
         else:
             ms = 9.5
         return SimpleNamespace(median_ms=ms)
@@ -139,10 +154,11 @@ def test_time_stacked_sums_its_own_layers_timed_alone(kb, cpu, monkeypatch) -> N
     monkeypatch.setattr(cpu, "time", fake_time)
     t = stack.time_stacked(cpu, arch, "decode", 2, 7, rounds=3)
     assert t.kinds == ["mamba2", "mlp", "mamba2", "attention"]
-    assert len(seen) == 3 * 5 and all(d for _, d in seen)
+    assert len(seen) == 3 * 6 and all(d for _, d in seen)
     assert t.per_layer_ms == [1.0, 2.0, 1.0, 4.0]
     assert t.composed_ms == pytest.approx(8.0) and t.stacked_ms == pytest.approx(9.5)
-    assert t.ratio == pytest.approx(9.5 / 8.0)
+    assert t.ratio == pytest.approx(9.5 / 8.0) and t.glue_ms == pytest.approx(0.5)
+    assert t.ratio_with_glue == pytest.approx(9.5 / 8.5)
     assert t.round_ratios[1] == pytest.approx(9.5 / 8.8)
     assert t.as_dict()["ratio"] == pytest.approx(t.ratio)
 
