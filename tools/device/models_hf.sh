@@ -14,7 +14,7 @@ for w in .peers/causal_conv1d-*.whl; do
     --upgrade --target /tmp/site "$w" || echo "no causal-conv1d wheel installed ($w)"
 done
 python3 -c "import transformers, torch; print('transformers', transformers.__version__, 'torch', torch.__version__)"
-timeout 290 python3 bench/models_hf.py --quick --time-limit 230 --out "$OUT/models_hf_h200.json" \
+timeout 290 python3 bench/models_hf.py --quick --time-limit 200 --out "$OUT/models_hf_h200.json" \
   > "$OUT/models_hf.log" 2>&1
 echo "models_hf exit $? at $(( $(date +%s) - t0 )) s"
 grep -v -i "warn" "$OUT/models_hf.log" | tail -n 45

@@ -86,6 +86,14 @@ def test_rounds_interleave_and_a_failing_side_stays_apart() -> None:
     assert calls == ["hf", "flopkb", "flopkb", "hf", "hf"]
     assert got["flopkb"] == {"error": "RuntimeError: out of memory"}
     assert got["hf"]["round_ms"] == [11.0, 14.0, 15.0] and got["hf"]["ms"] == 14.0
+    calls.clear()
+    slow = {"ms": 2000.0, "method": "events"}
+    got = mh.interleaved({"hf": lambda: calls.append("hf") or slow, "flopkb": side("flopkb", 1.0)},
+                         3)
+    assert calls == ["hf", "flopkb", "flopkb", "flopkb"] and got["hf"]["rounds_run"] == 1
+    calls.clear()
+    got = mh.interleaved({"hf": side("hf", 0.0), "flopkb": side("flopkb", 0.0)}, 3, deadline=0)
+    assert calls == ["hf", "flopkb"] and got["flopkb"]["rounds_run"] == 1
 
 
 def test_the_resolver_reads_what_a_wrapper_closed_over() -> None:
