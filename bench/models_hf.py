@@ -407,7 +407,7 @@ def run_model(name: str, kb: Any, transformers: Any, ctx: Any, args: Any, sizes:
     kinds = MODELS[name][2] or STACK.stack_kinds(arch)
     max_tokens = max([*sizes["prefill"], *(c for _, c in sizes["decode"])]) + 16
     rec: dict[str, Any] = {"arch": arch.id, "kinds": kinds, "points": []}
-    model = config = None
+    model = config = step = fk_fn = None
     vocab = v(arch, "vocab_size")
     if transformers is None:
         rec["hf"] = {"skipped": "transformers is not installed here"}
@@ -468,7 +468,9 @@ def run_model(name: str, kb: Any, transformers: Any, ctx: Any, args: Any, sizes:
                 sides.clear()
                 if gpu:
                     torch.cuda.empty_cache()
-    del model
+    # the last point's closures hold the HF model, its cache and a flopkb stack: free them all
+    # before the composition check builds its own stack
+    model = step = fk_fn = sides = None
     if gpu:
         torch.cuda.empty_cache()
     rec["composition"] = composition(ctx, arch, kinds, sizes, deadline, args.rounds)
