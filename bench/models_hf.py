@@ -3,12 +3,13 @@
     python bench/models_hf.py --out bench/results/models_hf_h200.json [--quick]
     python bench/models_hf.py --cpu-smoke --out /tmp/smoke.json   (no GPU: proves the script runs)
 
-Models (`MODELS`): NemotronH, Jamba, Bamba, Mamba2, KimiLinear and Llama, each built from
+Models (`MODELS`): NemotronH, KimiLinear, Llama, Jamba, Bamba and Mamba2, each built from
 transformers' own config class (`<Name>Config`, base model `<Name>Model`: no LM head, as the
 stack has none) with the hyper-parameters of an architecture record (records/architectures/,
 each value sourced there to the model's config.json) and the layers of one pattern period
 (`layers.stack.stack_kinds`, the same layer types in the same order as the flopkb stack), random
-weights, bf16. Every key passed is read back from the built config: a key the installed
+weights, bf16 (Samba, with no transformers class, has the flopkb side and its composition check
+only). Every key passed is read back from the built config: a key the installed
 transformers does not take is listed under `config_not_taken`, never silently dropped.
 
 Per model, per point: HF and the flopkb stack (kernels/layers/stack.py) built side by side in
@@ -84,6 +85,8 @@ TINY = {
                                 linear_heads=2, linear_head_dim=16, vocab_size=128),
     "llama-3-1-8b": dict(d_model=32, attention_heads=4, kv_heads=2, head_dim=8, mlp_size=24,
                          vocab_size=128),
+    "samba-1-7b": dict(d_model=32, attention_heads=4, kv_heads=2, sliding_window=8, mlp_size=24,
+                       ssm_state_size=5, ssm_dt_rank=3, vocab_size=128),
 }
 
 
@@ -161,10 +164,14 @@ def _llama(arch: Any, kinds: list[str]) -> dict[str, Any]:
 # name -> (transformers class prefix, record, flopkb kinds (None: the record's stack), config,
 # what differs from the record). Bamba and Mamba2 have no record in the KB: they take
 # Nemotron-H 8B's Mamba-2 / attention / MLP sizes.
-MODELS: dict[str, tuple[str, str, list[str] | None, Callable[..., dict[str, Any]], str]] = {
+MODELS: dict[str, tuple[str | None, str, list[str] | None, Callable[..., dict[str, Any]] | None,
+                        str]] = {
     "nemotron_h": ("NemotronH", "nemotron-h-8b", None, _nemotron, ""),
     "kimi_linear": ("KimiLinear", "kimi-linear-48b-a3b", None, _kimi, ""),
     "llama": ("Llama", "llama-3-1-8b", None, _llama, ""),
+    "samba": (None, "samba-1-7b", None, None,
+              "Samba has no transformers class (its checkpoints run remote code): the flopkb "
+              "stack and its composition check only"),
     "jamba": ("Jamba", "jamba-1-5-mini", None, _jamba, ""),
     "bamba": ("Bamba", "nemotron-h-8b", ["mamba2", "mlp"] * 3 + ["attention", "mlp"], _bamba,
               "no Bamba record: Nemotron-H 8B's sizes, Bamba's layout (a mixer and a SwiGLU MLP "
@@ -193,6 +200,8 @@ def hf_config(transformers: Any, name: str, arch: Any, kinds: list[str],
     """transformers' `<Name>Config` from the record, and how: the source, the keys passed, the
     keys the built config does not hold at the value passed."""
     prefix, rid, _, make, differs = MODELS[name]
+    if prefix is None or make is None:
+        raise ValueError(f"expected a model with a transformers class, got {name!r}")
     kwargs = make(arch, kinds) | {"vocab_size": v(arch, "vocab_size"),
                                   "max_position_embeddings": max(max_tokens, 4096),
                                   "use_cache": True, "pad_token_id": 0}
@@ -408,8 +417,10 @@ def run_model(name: str, kb: Any, transformers: Any, ctx: Any, args: Any, sizes:
     max_tokens = max([*sizes["prefill"], *(c for _, c in sizes["decode"])]) + 16
     rec: dict[str, Any] = {"arch": arch.id, "kinds": kinds, "points": []}
     model = config = step = fk_fn = None
-    vocab = v(arch, "vocab_size")
-    if transformers is None:
+    vocab = v(arch, "vocab_size", 0)  # HF side only (Samba's record has none)
+    if MODELS[name][0] is None:
+        rec["hf"] = {"skipped": MODELS[name][4]}
+    elif transformers is None:
         rec["hf"] = {"skipped": "transformers is not installed here"}
     else:
         try:

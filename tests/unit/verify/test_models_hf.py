@@ -128,4 +128,27 @@ def test_the_cpu_smoke_run_writes_its_json(tmp_path) -> None:
             assert rec["hf"] == {"skipped": "transformers is not installed here"}
         else:
             assert p["hf"]["tokens_per_s"] > 0
-    assert "llama" in done.stdout.splitlines()[-1]
+    assert done.stdout.splitlines()[-1].startswith("llama")
+
+
+def test_a_model_without_a_transformers_class_runs_its_flopkb_side(kb, monkeypatch) -> None:
+    built: list[tuple] = []
+
+    def fake_side(ctx, arch, kinds, phase, batch, tokens):
+        built.append((phase, batch, tokens, tuple(kinds)))
+        return (lambda: None), None
+
+    monkeypatch.setattr(mh, "flopkb_side", fake_side)
+    monkeypatch.setattr(mh, "timed", lambda fn, decode, gpu: {"ms": 4.0 if decode else 8.0})
+    args = SimpleNamespace(cpu_smoke=False, rounds=2)
+    sizes = {"prefill": [1024], "decode": [(8, 4096)]}
+    rec = mh.run_model("samba", kb, SimpleNamespace(), SimpleNamespace(gpu=False), args, sizes,
+                       float("inf"))
+    assert rec["hf"]["skipped"].startswith("Samba has no transformers class")
+    kinds = ("mamba1", "mlp", "sliding_attention", "mlp")
+    assert built == [("prefill", 1, 1024, kinds), ("decode", 8, 4096, kinds)]
+    prefill, decode = rec["points"]
+    assert "hf" not in prefill and prefill["flopkb"]["round_ms"] == [8.0, 8.0]
+    assert prefill["flopkb"]["tokens_per_s"] == pytest.approx(1024 / 8e-3)
+    assert decode["flopkb"]["tokens_per_s"] == pytest.approx(8 / 4e-3)
+    assert rec["composition"][0]["skipped"].startswith("time_stacked times")
