@@ -217,8 +217,8 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
 def _times(ctx: Context, chunked: Any, scan: Any, args: tuple, shape: dict[str, int]
            ) -> dict[str, Any]:
     """t(scan) / t(chunked) of the two HGRN2 forms on the same inputs."""
-    t_c = ctx.time(f"hgrn2 chunked T={shape['seq_len']}", chunked, [args], **shape)
-    t_s = ctx.time(f"hgrn2 scan T={shape['seq_len']}", scan, [args], **shape)
+    t_c = ctx.time(f"chunked form, hgrn2 T={shape['seq_len']}", chunked, [args], **shape)
+    t_s = ctx.time(f"scan form, hgrn2 T={shape['seq_len']}", scan, [args], **shape)
     r = ratio_interval(t_s, t_c)
     return {"scan_ms": t_s.median_ms, "chunked_ms": t_c.median_ms, "ratio": r.value,
             "ratio_low": r.low, "ratio_high": r.high}

@@ -1,0 +1,199 @@
+"""Equivalence experiments on the CPU: a hook-less declaration producing `equivalence`, and the
+bundled `equivalent_forms` hook (KDA vs DPLR, Lightning Attention-2 vs linear attention, HGRN2
+scan vs chunked), their verdicts re-derived from stored rounds with the declared tolerance."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flopkb.evidence import catalogue, hooks
+from flopkb.evidence.rederive import MISMATCH, rederive
+from flopkb.grammar.magnitude import parse_magnitude
+from flopkb.kb import KnowledgeBase, load_kb
+from flopkb.model import EvidenceRecord
+from flopkb.model.experiment import Experiment
+from flopkb.paths import bundled_root
+from flopkb.verify.context import ExperimentError
+from flopkb.verify.errors import PeerUnavailable
+from flopkb.verify.experiments import equivalent_forms
+from flopkb.verify.experiments.generic import DeclaredExperiment
+from tests.unit.verify.test_generic import TOY, _ctx
+from tests.unit.verify.test_kernel_claims import TEMPLATE
+
+QUAL = parse_magnitude("qualitative")
+SMALL = {"batch": 1, "seq_len": 19, "heads": 2, "head_dim": 8, "chunk_size": 8}
+CLAIMS = {"kda-dplr": ("kimi-linear/kda-specialises-dplr", "kda-vs-dplr"),
+          "lightning": ("lightning-attention/intra-block-exact-attention",
+                        "lightning-vs-linear-attention"),
+          "hgrn2": ("gated-linear-attention/hgrn2-linear-attention-form",
+                    "hgrn2-scan-vs-chunked")}
+
+
+@pytest.fixture(scope="module")
+def kb() -> KnowledgeBase:
+    kb, _ = load_kb(bundled_root())
+    return kb
+
+
+@pytest.fixture
+def toy_root(tmp_path: Path) -> Path:
+    (tmp_path / "kernels" / "toy").mkdir(parents=True)
+    (tmp_path / "kernels" / "toy" / "ops.py").write_text(TOY)
+    return tmp_path
+
+
+def _decl(call: str, produces: list[Any]) -> Experiment:
+    return Experiment.model_validate({
+        "id": "toy-equal", "title": "t", "measures": "m", "criterion": "c",
+        "sides": [{"name": "mine", "implementations": [{"name": "mine", "call": call}],
+                   "reference": "toy.ops:double_ref"},
+                  {"name": "base", "implementations": [{"name": "torch",
+                                                        "call": "toy.ops:double"}],
+                   "reference": "toy.ops:double_ref"}],
+        "inputs": [{"name": "x", "shape": ["n"], "dtype": "float32"}],
+        "axes": {"n": [33, 64]}, "point": {"n": 33},
+        "produces": produces,
+        "qualitative": {"criterion": "mine computes double", "above": 1.0},
+    })
+
+
+EQUAL = {"quantity": "equivalence", "side": "mine", "atol": 1e-6, "rtol": 1e-5,
+         "outputs": ["y"]}
+
+
+def test_a_declared_equivalence_confirms_an_equal_implementation_without_timing(
+        toy_root: Path) -> None:
+    exp = DeclaredExperiment(_decl("toy.ops:double", [EQUAL]), toy_root)
+    ctx = _ctx(lambda side, state: pytest.fail("an equivalence-only experiment times nothing"))
+    m = exp.measure(ctx, dict(exp.DEFAULTS))
+    j = exp.judge(m, QUAL, dict(exp.DEFAULTS))
+    assert j.verdict == "confirmed" and j.measured.value == 0.0
+    # every state of the sweep was compared: the n=33 point and n=64
+    assert [len(r["equivalence_mine"]) for r in m.sweep] == [1, 1]
+    assert m.sweep[1]["equivalence_mine"][0]["shape"] == [64]
+
+
+def test_a_declared_equivalence_refutes_a_different_function_instead_of_erroring(
+        toy_root: Path) -> None:
+    exp = DeclaredExperiment(_decl("toy.ops:triple", [EQUAL]), toy_root)
+    m = exp.measure(_ctx(lambda side, state: 1.0), dict(exp.DEFAULTS))
+    assert exp.judge(m, QUAL, dict(exp.DEFAULTS)).verdict == "refuted"
+    # the CPU check of the same declaration fails: plan mode says the kernel disagrees
+    ctx = _ctx(lambda side, state: 1.0)
+    with pytest.raises(ExperimentError, match="not equivalent"):
+        exp.cpu_check(ctx)
+    assert ctx.checks[-1]["ok"] is False
+
+
+def test_a_time_claim_on_an_implementation_that_is_not_equivalent_never_confirms(
+        toy_root: Path) -> None:
+    ratio = {"quantity": "time_ratio", "numerator": "base", "denominator": "mine"}
+    exp = DeclaredExperiment(_decl("toy.ops:triple", [EQUAL, ratio]), toy_root)
+    m = exp.measure(_ctx(lambda side, state: 3.0 if side == "base" else 1.0),
+                    dict(exp.DEFAULTS))
+    assert exp.judge(m, parse_magnitude("3x"), dict(exp.DEFAULTS)).verdict == "refuted"
+    exp = DeclaredExperiment(_decl("toy.ops:double", [EQUAL, ratio]), toy_root)
+    m = exp.measure(_ctx(lambda side, state: 3.0 if side == "base" else 1.0),
+                    dict(exp.DEFAULTS))
+    assert exp.judge(m, parse_magnitude("3x"), dict(exp.DEFAULTS)).verdict == "confirmed"
+
+
+def _hook(name: str) -> Any:
+    return hooks.experiment_module(catalogue.get(name), None, kb_code=False)
+
+
+def _measure(form: str, medians=lambda side, state: 1.0) -> tuple[Any, Any]:
+    mod = _hook(CLAIMS[form][1])
+    cond = {**mod.DEFAULTS, **SMALL}
+    ctx = _ctx(medians)
+    return mod, mod.measure(ctx, cond)
+
+
+@pytest.mark.parametrize("form", sorted(CLAIMS))
+def test_the_bundled_forms_are_equivalent_in_float32_and_bfloat16(form: str) -> None:
+    # hgrn2 also times both forms: the scan 4x slower than the chunked form here
+    mod, m = _measure(form, lambda side, state: 4.0 if "scan" in side else 1.0)
+    assert [r["dtype"] for r in m.sweep] == ["float32", "bfloat16"]
+    assert {e["tensor"] for e in m.sweep[0]["equivalence"]} == {"o", "state"}
+    j = mod.judge(m, QUAL, m.conditions)
+    assert j.verdict == "confirmed", j
+
+
+def test_hgrn2_is_refuted_when_the_chunked_form_is_not_faster() -> None:
+    mod, m = _measure("hgrn2", lambda side, state: 0.5 if "scan" in side else 1.0)
+    assert mod.judge(m, QUAL, m.conditions).verdict == "refuted"
+
+
+def test_kda_against_a_wrong_dplr_mapping_is_refuted(monkeypatch: pytest.MonkeyPatch) -> None:
+    mod = _hook("kda-vs-dplr")
+    ctx = _ctx(lambda side, state: 1.0)
+    naive = ctx.load("linear_forms", "naive")
+    right = naive.kda_as_dplr
+
+    def wrong(q, k, v, g, beta):
+        # b = +beta k: the delta rule's sign flipped
+        qq, kk, vv, a, b, gk = right(q, k, v, g, beta)
+        return qq, kk, vv, a, -b, gk
+
+    monkeypatch.setattr(naive, "kda_as_dplr", wrong)
+    m = mod.measure(ctx, {**mod.DEFAULTS, **SMALL})
+    assert mod.judge(m, QUAL, m.conditions).verdict == "refuted"
+
+
+def test_the_judge_reads_the_tolerance_from_the_declaration_only() -> None:
+    _, m = _measure("lightning")
+    bare = equivalent_forms.judge(m, QUAL, m.conditions)
+    assert bare.verdict == "error" and "tolerance" in (bare.reason or "")
+
+
+def test_fla_absent_is_reported_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+
+    real = builtins.__import__
+
+    def no_fla(name: str, *args: Any, **kw: Any) -> Any:
+        if name == "fla" or name.startswith("fla."):
+            raise ImportError("No module named 'fla'")
+        return real(name, *args, **kw)
+
+    monkeypatch.setattr(builtins, "__import__", no_fla)
+    mod = _hook("kda-vs-dplr")
+    ctx = _ctx(lambda side, state: 1.0)
+    ctx.impls = {"kda": "fla", "dplr": "bundled"}
+    with pytest.raises(PeerUnavailable, match="fla not importable"):
+        mod.measure(ctx, {**mod.DEFAULTS, **SMALL})
+
+
+def _evidence(kb: KnowledgeBase, form: str) -> dict:
+    claim, experiment = CLAIMS[form]
+    mod, m = _measure(form, lambda side, state: 4.0 if "scan" in side else 1.0)
+    j = mod.judge(m, QUAL, m.conditions)
+    data = kb.evidence[TEMPLATE].model_dump(mode="json")
+    measured = {**data["measured"], "value": j.measured.value, "low": j.measured.low,
+                "high": j.measured.high, "unit": j.unit}
+    data.update(claim=claim, experiment=experiment, schema_version=4, verdict=j.verdict,
+                judge_revision=catalogue.get(experiment).judge_revision, judgements=[],
+                implementation_sensitive=False, measured=measured,
+                rounds=[{"data": m.data, "sweep": m.sweep}],
+                statistics={"data": m.data}, sweep=m.sweep, conditions=m.conditions)
+    return data
+
+
+@pytest.mark.parametrize("form", sorted(CLAIMS))
+def test_the_verdicts_re_derive_from_the_stored_errors(kb: KnowledgeBase, form: str) -> None:
+    data = _evidence(kb, form)
+    assert data["verdict"] == "confirmed"
+    assert rederive(kb, EvidenceRecord.model_validate(data)) == []
+    # a stored error 100x past the tolerance: the stored verdict no longer follows
+    entry = data["rounds"][0]["sweep"][1]["equivalence"][0]
+    entry["max_abs_err"] = 100 * (1e-3 + 2e-2 * entry["max_abs_ref"])
+    data["sweep"] = data["rounds"][0]["sweep"]
+    kinds = {p.kind for p in rederive(kb, EvidenceRecord.model_validate(data))}
+    assert MISMATCH in kinds
