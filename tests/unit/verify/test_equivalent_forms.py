@@ -197,3 +197,21 @@ def test_the_verdicts_re_derive_from_the_stored_errors(kb: KnowledgeBase, form: 
     data["sweep"] = data["rounds"][0]["sweep"]
     kinds = {p.kind for p in rederive(kb, EvidenceRecord.model_validate(data))}
     assert MISMATCH in kinds
+
+
+def test_the_simt_shares_of_ssd_and_softmax_attention_are_compared_at_equal_shapes() -> None:
+    from flopkb.verify.experiments import no_softmax
+
+    ctx = _ctx(lambda side, state: 1.0)
+    ctx.quick = True
+    cond = {**no_softmax.DEFAULTS, "tokens": 40, "seq_len": 40, "heads": 2, "head_dim": 16,
+            "state_dim": 16, "chunk_size": 16}
+    m = no_softmax.measure(ctx, cond)
+    p = m.data["primary"]
+    # every stage 1 ms: SSD's one SIMT stage of four, attention's one of three
+    assert p["ssd_simt_share"] == pytest.approx(1 / 4)
+    assert p["attention_simt_share"] == pytest.approx(1 / 3)
+    assert no_softmax.judge(m, QUAL, cond).verdict == "confirmed"
+    assert all(c["ok"] for c in ctx.checks) and len(ctx.checks) == 2
+    p.update(ratio=0.8, ratio_low=0.7, ratio_high=0.9)
+    assert no_softmax.judge(m, QUAL, cond).verdict == "refuted"
