@@ -215,3 +215,84 @@ def test_the_simt_shares_of_ssd_and_softmax_attention_are_compared_at_equal_shap
     assert all(c["ok"] for c in ctx.checks) and len(ctx.checks) == 2
     p.update(ratio=0.8, ratio_low=0.7, ratio_high=0.9)
     assert no_softmax.judge(m, QUAL, cond).verdict == "refuted"
+
+
+def _example(tmp_path: Path, chunked_body: str | None = None) -> tuple[Path, Any]:
+    """docs/examples/decay-scan-kb at a tiny point, its equivalence claim run through the GPU
+    path (CPU tensors, nothing timed): the KB root and the evidence record written."""
+    import shutil
+
+    import yaml
+
+    from flopkb.verify import execute, plan
+    from flopkb.verify.context import Ceilings
+    from flopkb.verify.session import Session
+
+    root = tmp_path / "kb"
+    shutil.copytree(Path(__file__).resolve().parents[3] / "docs" / "examples" / "decay-scan-kb",
+                    root, ignore=shutil.ignore_patterns("__pycache__"))
+    decl = root / "experiments" / "decay-scan-chunked-equals-steps.yaml"
+    data = yaml.safe_load(decl.read_text())
+    data.update(axes={"seq": [37, 70], "dim": [5], "batch": [2]},
+                point={"seq": 37, "dim": 5, "batch": 2})
+    decl.write_text(yaml.safe_dump(data, sort_keys=False))
+    cls = root / "records" / "classes" / "decay-scan.yaml"
+    cls.write_text(cls.read_text().replace("{seq: 4096, dim: 256}", "{seq: 37, dim: 5}"))
+    if chunked_body is not None:
+        path = root / "kernels" / "decay_scan" / "chunked.py"
+        path.write_text(path.read_text() + chunked_body)
+    (root / "records" / "evidence").mkdir()
+    kb, findings = load_kb(root)
+    assert not findings
+    jobs, broken = plan.plan(kb)
+    assert [j.experiment for j in jobs] == ["decay-scan-chunked-equals-steps"] and not broken
+    s = Session(kb, root / "records" / "evidence", "h200-sxm", {"gpu": "NVIDIA H200"}, "test",
+                False, "bundled")
+    ctx = _ctx(lambda side, state: pytest.fail("an equivalence-only declaration times nothing"))
+    ctx.kb_root = root
+    ctx.ceilings = Ceilings(800.0, 4000.0, "test")
+    (result,) = execute._run_job(s, ctx, jobs[0], plan.noop)
+    (path,) = (root / "records" / "evidence").glob("*.yaml")
+    return root, EvidenceRecord.model_validate(yaml.safe_load(path.read_text()))
+
+
+def test_the_documented_equivalence_example_is_confirmed_and_re_derived(tmp_path: Path) -> None:
+    root, ev = _example(tmp_path)
+    assert ev.verdict.value == "confirmed" and ev.claim == "decay-scan/chunked-equals-steps"
+    # its picture beside it: the relative error of each state along the swept axis
+    assert "plot_error" not in ev.statistics and ev.artifacts == [f"{ev.id}.png"]
+    rows = ev.rounds[0].model_dump(mode="json")["sweep"]
+    assert [r["seq"] for r in rows] == [37, 70]
+    assert [e["tensor"] for e in rows[0]["equivalence_chunked"]] == ["y", "state"]
+    kb, _ = load_kb(root)
+    assert rederive(kb, kb.evidence[ev.id]) == []
+
+
+def test_a_chunked_form_that_drops_the_carried_state_is_refuted(tmp_path: Path) -> None:
+    # every chunk starts from zero: equal on the first chunk only (T=37 and 70 span two chunks
+    # of 32)
+    broken = '''
+
+_right = decay_scan_chunked
+
+
+def decay_scan_chunked(x, log_a, chunk=32):
+    ys = [_right(x[:, s:s + chunk], log_a[:, s:s + chunk])[0] for s in range(0, x.shape[1], chunk)]
+    y = torch.cat(ys, 1)
+    return y, y[:, -1]
+'''
+    _, ev = _example(tmp_path, broken)
+    assert ev.verdict.value == "refuted"
+
+
+@pytest.mark.parametrize("form", sorted(CLAIMS))
+def test_each_form_draws_its_picture(tmp_path: Path, form: str) -> None:
+    from flopkb.verify.plots import ClaimView, render
+
+    mod, m = _measure(form, lambda side, state: 4.0 if "scan" in side else 1.0)
+    # an exact match (error 0) on the log axis must not break the picture
+    m.sweep[0]["max_rel_err"] = 0.0
+    view = ClaimView(claim=CLAIMS[form][0], experiment=CLAIMS[form][1], gpu="G",
+                     accelerator=None, verdict="confirmed")
+    path = render(m.plot, m.sweep, tmp_path / "p.png", view)
+    assert path is not None and path.stat().st_size > 0
