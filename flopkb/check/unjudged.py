@@ -28,15 +28,16 @@ def _judged(row) -> bool:
 @check
 def unjudged_claims(ctx: CheckContext) -> Iterator[Finding]:
     """FKB530 for every claim row nothing judges, derives or excuses."""
-    bare = [(cid, rec, row) for cid, rec, row in ctx.kb.claims() if not _judged(row)]
+    bare = [(rec, index, row) for rec in ctx.kb.classes.values()
+            for index, row in enumerate(rec.flop.hardware_parameters) if not _judged(row)]
     if not bare:
         return
     # only where some row is bare: the null-quantity reasons of the whole KB
     excused = not_applicable(ctx.kb)
-    for cid, rec, row in bare:
+    for rec, index, row in bare:
+        cid = f"{rec.id}/{row.id}"
         if excused.get(cid):
             continue
-        index = next(i for i, r in enumerate(rec.flop.hardware_parameters) if r is row)
         yield ctx.finding(
             UNJUDGED, rec.id, ("flop", "hardware_parameters", index),
             f"{cid}: nothing judges this claim: no experiment link, no derivation, no stated "

@@ -5,8 +5,8 @@ What is stored, per compared tensor of every sweep state (one `entry`): the tens
 and dtype, `max_abs_err` = max |got - want| and `max_abs_ref` = max |want| (both in float64), and
 `max_rel_err` = max_abs_err / max_abs_ref (relative to the reference's scale, so that elements
 near zero do not blow it up); a non-finite error (NaN or inf in the output, a shape mismatch) is
-stored as null and read as infinite. The verdict is re-derived from those numbers and the declaration's
-`atol` / `rtol` alone (`flopkb.evidence.rederive`):
+stored as null and read as infinite. The verdict is re-derived from those numbers and the
+declaration's `atol` / `rtol` alone (`flopkb.evidence.rederive`):
 
     tolerance ratio = max_abs_err / (atol + rtol * max_abs_ref)     (non-finite output: inf)
 

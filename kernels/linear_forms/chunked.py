@@ -1,12 +1,12 @@
-"""Chunked (block) forms of the same recurrences as `naive.py`, in PyTorch: inside a block the
+"""Chunked (block) forms of the same recurrences as `reference.py`, in PyTorch: inside a block the
 work is masked matrix products (tensor cores), across blocks a carried state S [B, H, K, V].
-Same layout and (o, final state) returns as naive.py."""
+Same layout and (o, final state) returns as reference.py."""
 
 from __future__ import annotations
 
 import torch
 
-from .naive import _check
+from .reference import _check
 
 
 def _blocks(t: int, block: int) -> range:

@@ -59,7 +59,7 @@ def _inputs(ctx: Context, form: str, shape: dict[str, int], dtype: str, seed: in
         k = F.normalize(rnd(b, t, h, d), dim=-1)
         g = -0.1 * F.softplus(rnd(b, t, h, d))
         beta = torch.sigmoid(rnd(b, t, h))
-        return tuple(x.to(dt).contiguous() for x in (q, k, rnd(b, t, h, d))) + (g, beta)
+        return (*(x.to(dt).contiguous() for x in (q, k, rnd(b, t, h, d))), g, beta)
     if form == "lightning":
         k = rnd(b, t, h, d) * d ** -0.5
         decay = -0.2 * torch.rand(h, generator=gen, device=dev)
@@ -70,7 +70,7 @@ def _inputs(ctx: Context, form: str, shape: dict[str, int], dtype: str, seed: in
 
 def _bundled(ctx: Context, form: str, chunk: int) -> Forms:
     """(implementation, reference, description) of the bundled forms."""
-    naive = ctx.load("linear_forms", "naive")
+    naive = ctx.load("linear_forms", "reference")
     chunked = ctx.load("linear_forms", "chunked")
     if form == "kda-dplr":
         def kda(q, k, v, g, beta):
@@ -113,7 +113,7 @@ def _fla(ctx: Context, form: str, side: str) -> Callable[..., Any]:
                 chunk_dplr_delta_rule,
             )
 
-            naive = ctx.load("linear_forms", "naive")
+            naive = ctx.load("linear_forms", "reference")
 
             def dplr(q, k, v, g, beta):
                 qq, kk, vv, a, b, gk = naive.kda_as_dplr(q, k, v, g, beta)
@@ -206,7 +206,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
                             max_rel_err=max((e["max_rel_err"] for e in entries
                                              if e.get("max_rel_err") is not None), default=None))
             if form == "hgrn2" and dtype == DTYPES[0]:
-                row.update(_times(ctx, impl, ref, args, shape))
+                row.update(_times(ctx, impl, ref, args, shape, chunk))
             rows.append(row)
     plot = {"kind": "bars", "x": "label", "xlabel": "input dtype", "logy": True,
             "ylabel": "max |impl - ref| / max |ref|", "series": {"outputs and state":
@@ -214,11 +214,18 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     return Measurement({"primary": rows[0]}, rows, dict(cond), plot)
 
 
-def _times(ctx: Context, chunked: Any, scan: Any, args: tuple, shape: dict[str, int]
+def _times(ctx: Context, chunked: Any, scan: Any, args: tuple, shape: dict[str, int], chunk: int
            ) -> dict[str, Any]:
-    """t(scan) / t(chunked) of the two HGRN2 forms on the same inputs."""
-    t_c = ctx.time(f"chunked form, hgrn2 T={shape['seq_len']}", chunked, [args], **shape)
-    t_s = ctx.time(f"scan form, hgrn2 T={shape['seq_len']}", scan, [args], **shape)
+    """t(scan) / t(chunked) of the two HGRN2 forms on the same inputs, each against its floor
+    (kernels/linear_forms/cost.py's FLOPs; bytes: the three inputs read, o and S written)."""
+    cost = ctx.load("linear_forms", "cost")
+    b, t, h, d = (shape[k] for k in ("batch", "seq_len", "heads", "head_dim"))
+    nbytes = sum(x.numel() * x.element_size() for x in args) + 4 * b * h * d * (t + d)
+
+    t_c = ctx.time(f"chunked form, hgrn2 T={t}", chunked, [args], nbytes=nbytes,
+                   flops=cost.chunked_flops(b, t, h, d, d, chunk), **shape)
+    t_s = ctx.time(f"scan form, hgrn2 T={t}", scan, [args], nbytes=nbytes,
+                   flops=cost.recurrent_flops("hgrn2", b, t, h, d, d), **shape)
     r = ratio_interval(t_s, t_c)
     return {"scan_ms": t_s.median_ms, "chunked_ms": t_c.median_ms, "ratio": r.value,
             "ratio_low": r.low, "ratio_high": r.high}

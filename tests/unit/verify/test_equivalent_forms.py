@@ -134,7 +134,7 @@ def test_hgrn2_is_refuted_when_the_chunked_form_is_not_faster() -> None:
 def test_kda_against_a_wrong_dplr_mapping_is_refuted(monkeypatch: pytest.MonkeyPatch) -> None:
     mod = _hook("kda-vs-dplr")
     ctx = _ctx(lambda side, state: 1.0)
-    naive = ctx.load("linear_forms", "naive")
+    naive = ctx.load("linear_forms", "reference")
     right = naive.kda_as_dplr
 
     def wrong(q, k, v, g, beta):
@@ -251,7 +251,7 @@ def _example(tmp_path: Path, chunked_body: str | None = None) -> tuple[Path, Any
     ctx = _ctx(lambda side, state: pytest.fail("an equivalence-only declaration times nothing"))
     ctx.kb_root = root
     ctx.ceilings = Ceilings(800.0, 4000.0, "test")
-    (result,) = execute._run_job(s, ctx, jobs[0], plan.noop)
+    execute._run_job(s, ctx, jobs[0], plan.noop)
     (path,) = (root / "records" / "evidence").glob("*.yaml")
     return root, EvidenceRecord.model_validate(yaml.safe_load(path.read_text()))
 
@@ -289,7 +289,7 @@ def decay_scan_chunked(x, log_a, chunk=32):
 def test_each_form_draws_its_picture(tmp_path: Path, form: str) -> None:
     from flopkb.verify.plots import ClaimView, render
 
-    mod, m = _measure(form, lambda side, state: 4.0 if "scan" in side else 1.0)
+    _, m = _measure(form, lambda side, state: 4.0 if "scan" in side else 1.0)
     # an exact match (error 0) on the log axis must not break the picture
     m.sweep[0]["max_rel_err"] = 0.0
     view = ClaimView(claim=CLAIMS[form][0], experiment=CLAIMS[form][1], gpu="G",
