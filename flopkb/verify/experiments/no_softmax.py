@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 DEFAULTS: dict[str, Any] = {"state_dim": 64, "head_dim": 64, "heads": 32, "tokens": 16384,
                             "seq_len": 4096, "chunk_size": 64, "pass": "forward"}
-LENGTHS = (2048, 8192)
+LENGTHS = (8192,)
 
 
 def _attention_stages(q: Any, k: Any, v: Any) -> tuple[dict[str, Any], Any]:
