@@ -296,3 +296,15 @@ def test_each_form_draws_its_picture(tmp_path: Path, form: str) -> None:
                      accelerator=None, verdict="confirmed")
     path = render(m.plot, m.sweep, tmp_path / "p.png", view)
     assert path is not None and path.stat().st_size > 0
+
+
+def test_a_qualitative_claim_may_link_an_equivalence_without_a_qualitative_block() -> None:
+    from flopkb.evidence import links
+
+    bare = Experiment.model_validate({
+        "id": "e", "title": "t", "measures": "m", "criterion": "c",
+        "produces": [{"quantity": "equivalence", "side": "x", "atol": 0, "rtol": 1e-3}]})
+    assert links.magnitude_mismatch(bare, QUAL) is None
+    timed = bare.model_copy(update={"produces": [bare.produces[0].model_copy(
+        update={"quantity": "time"})]})
+    assert "qualitative criterion" in (links.magnitude_mismatch(timed, QUAL) or "")
