@@ -54,12 +54,13 @@ def experiment_module(info: ExperimentInfo, kb_root: Path | None, *, kb_code: bo
     return hook
 
 
-def _wants_declaration(hook: Any) -> bool:
-    """Whether the hook's `judge` reads its declaration (a keyword `declaration`): what it judges
-    by is then data the declaration states (an equivalence's atol / rtol), never the record's."""
-    judge = getattr(hook, "judge", None)
+def _wants_declaration(hook: Any, name: str = "judge") -> bool:
+    """Whether the hook's `name` (judge, measure) reads its declaration (a keyword
+    `declaration`): what it judges by is then data the declaration states (an equivalence's
+    atol / rtol), never the record's."""
+    fn = getattr(hook, name, None)
     try:
-        return judge is not None and "declaration" in inspect.signature(judge).parameters
+        return fn is not None and "declaration" in inspect.signature(fn).parameters
     except (TypeError, ValueError):
         return False
 
@@ -72,8 +73,10 @@ class WithPoint:
     def __init__(self, hook: Any, point: dict[str, Any], declaration: Any = None) -> None:
         self._hook = hook
         self.DEFAULTS = {**getattr(hook, "DEFAULTS", {}), **point}
-        if declaration is not None and _wants_declaration(hook):
-            self.judge = functools.partial(hook.judge, declaration=declaration)
+        for name in ("judge", "measure"):
+            if declaration is not None and _wants_declaration(hook, name):
+                setattr(self, name, functools.partial(getattr(hook, name),
+                                                      declaration=declaration))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._hook, name)

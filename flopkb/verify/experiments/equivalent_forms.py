@@ -186,7 +186,21 @@ def _names(got: tuple) -> list[str]:
                             if len(got) == 4 else [])
 
 
-def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
+def _record_checks(ctx: Context, form: str, entries: list[dict[str, Any]],
+                   tol: tuple[float, float] | None) -> None:
+    """Each compared tensor in the evidence's correctness list: ok within the declared
+    tolerance (or, with none handed, when its error is finite). Never raised: a mismatch here
+    is the measurement, judged (refuted), not a broken run."""
+    for e in entries:
+        ratio = equivalence.tolerance_ratio(e, *tol) if tol else (
+            0.0 if e.get("max_abs_err") is not None else float("inf"))
+        ctx.checks.append({"kernel": f"linear_forms {form} {e['tensor']} (equivalence)",
+                           "shape": e["shape"], "dtype": e["dtype"],
+                           "error": e.get("max_rel_err"), "tolerance": tol[1] if tol else None,
+                           "ok": ratio <= 1.0})
+
+
+def measure(ctx: Context, cond: dict[str, Any], *, declaration: Any = None) -> Measurement:
     form = _form(cond)
     chunk = int(cond["chunk_size"])
     impl, ref, _ = _sides(ctx, form, chunk)
@@ -201,6 +215,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
             names = _names(got)
             wants = tuple(want) * (len(got) // len(want))
             entries = equivalence.compare(names, got, wants)
+            _record_checks(ctx, form, entries, _tolerance(declaration))
             row = point_row(seq_len=shape["seq_len"], dtype=dtype, label=f"{dtype}",
                             equivalence=entries,
                             max_rel_err=max((e["max_rel_err"] for e in entries

@@ -145,6 +145,8 @@ def test_kda_against_a_wrong_dplr_mapping_is_refuted(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(naive, "kda_as_dplr", wrong)
     m = mod.measure(ctx, {**mod.DEFAULTS, **SMALL})
     assert mod.judge(m, QUAL, m.conditions).verdict == "refuted"
+    # the evidence's correctness list says which tensors were outside the declared tolerance
+    assert {c["ok"] for c in ctx.checks} == {False} and len(ctx.checks) == 4
 
 
 def test_the_judge_reads_the_tolerance_from_the_declaration_only() -> None:
