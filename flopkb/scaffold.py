@@ -62,6 +62,9 @@ flop:
       magnitude: qualitative
       # nothing concrete behind it yet: cite a source (basis: cited) or measure it
       basis: unverified
+      # every claim shows a verdict, a computed value or a reason (FKB530): link an experiment
+      # that judges yours (docs/verify-your-own-claim.md) in place of this placeholder's reason
+      verify: {{not_applicable: "the example row of flopkb init: replace it with your claim"}}
 history:
   - {{date: {date}, by: flopkb init, note: "example class written by flopkb init"}}
 """

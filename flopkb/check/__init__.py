@@ -20,7 +20,8 @@ from flopkb.kb import KnowledgeBase, gc_paused, workers_for
 # In data-flow order: structure before references before provenance.
 CHECK_MODULES = (
     "structure", "characters", "digits", "references", "formulas", "provenance", "units",
-    "matching", "device", "evidence", "experiments", "architectures", "plausibility", "graph",
+    "matching", "device", "evidence", "experiments", "unjudged", "architectures", "plausibility",
+    "graph",
     "suppressions", "signatures",
 )  # fmt: skip
 

@@ -254,7 +254,8 @@ def _hookless(exp: Experiment) -> Iterable[tuple[str, tuple, str, str | None]]:
                    "sides", None)
         elif prod.quantity == "crossover" and prod.axis is None:
             yield ("FKB525", ("produces", pi), "crossover needs the swept `axis`", None)
-        elif prod.quantity in {"throughput", "time", "roofline_fraction"} and prod.side is None:
+        elif prod.quantity in {"throughput", "time", "roofline_fraction", "equivalence"} and (
+                prod.side is None):
             yield ("FKB525", ("produces", pi), f"{prod.quantity} needs the `side` it times", None)
         if prod.quantity == "throughput" and (prod.work is None or prod.unit is None):
             yield ("FKB525", ("produces", pi), "throughput needs `work` (per call, over the "

@@ -13,7 +13,9 @@ the KB's own code (`kb_code=False`).
 
 from __future__ import annotations
 
+import functools
 import importlib
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -47,16 +49,34 @@ def experiment_module(info: ExperimentInfo, kb_root: Path | None, *, kb_code: bo
         loaded = load_module(module, kernels_root(kb_root, module.split(".")[0]))
     hook = getattr(loaded, attr) if attr else loaded
     point = info.declaration.point if info.declaration is not None else {}
-    return WithPoint(hook, point) if point else hook
+    if point or (info.declaration is not None and _wants_declaration(hook)):
+        return WithPoint(hook, point, info.declaration)
+    return hook
+
+
+def _wants_declaration(hook: Any, name: str = "judge") -> bool:
+    """Whether the hook's `name` (judge, measure) reads its declaration (a keyword
+    `declaration`): what it judges by is then data the declaration states (an equivalence's
+    atol / rtol), never the record's."""
+    fn = getattr(hook, name, None)
+    try:
+        return fn is not None and "declaration" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 class WithPoint:
     """A hook whose DEFAULTS the declaration's `point` completes: the claim's conditions are data
-    in the declaration, and several declarations share one hook's code."""
+    in the declaration, and several declarations share one hook's code. A hook whose `judge`
+    takes `declaration` is handed its own."""
 
-    def __init__(self, hook: Any, point: dict[str, Any]) -> None:
+    def __init__(self, hook: Any, point: dict[str, Any], declaration: Any = None) -> None:
         self._hook = hook
         self.DEFAULTS = {**getattr(hook, "DEFAULTS", {}), **point}
+        for name in ("judge", "measure"):
+            if declaration is not None and _wants_declaration(hook, name):
+                setattr(self, name, functools.partial(getattr(hook, name),
+                                                      declaration=declaration))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._hook, name)

@@ -4,7 +4,8 @@ claim's class must be what one of the experiment's sides stands for. Torch-free 
 - "3x" (ratio) needs a ratio (time, memory or throughput); "20%" a ratio read as percent, a
   share or a roofline fraction; "3:1" a share; "crossover at 2K" a crossover; "Q=64" a setting
   the experiment judges; "740 TFLOP/s" a throughput of the same dimension; "1.7 ms" a time;
-  "80 GB" a memory figure; "qualitative" an experiment that declares its qualitative criterion.
+  "80 GB" a memory figure; "qualitative" an experiment that declares its qualitative criterion,
+  or one that produces an equivalence.
 - Absolute magnitudes come from `flopkb.grammar.magnitude` (kind "absolute" with a `dimension`) once
   that grammar has them; this module reads them through `getattr`, so it works before and after.
 """
@@ -70,7 +71,8 @@ def magnitude_mismatch(decl: Any, mag: Any) -> str | None:
     names = {q for q, _ in quantities}
     shown = ", ".join(sorted(names)) or "nothing"
     if mag.kind == "qualitative":
-        if getattr(decl, "qualitative", None) is None:
+        # "B computes the same as A" is read by the equivalence itself, against its tolerance
+        if getattr(decl, "qualitative", None) is None and "equivalence" not in names:
             return ("the claim is qualitative, and the experiment declares no qualitative "
                     f"criterion (it produces {shown})")
         return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
 from flopkb.model.base import Kind, NonEmpty, RecordBase, RecordId, SourceRef, Strict
 
@@ -27,6 +27,16 @@ class VerifyLink(Strict):
     """Links a claim to an experiment of `flopkb verify` (bundled, or the KB's `experiments/`),
     or says why no run of `flopkb verify` can judge it (`not_applicable`: e.g. it compares two
     GPU models, or needs several nodes): exactly one of the two."""
+
+    # the schema says "exactly one of" as the validator below does: one of the two is text,
+    # and not both are (a null is "not given")
+    model_config = ConfigDict(**Strict.model_config, json_schema_extra={
+        "anyOf": [{"required": [name], "properties": {name: {"type": "string"}}}
+                  for name in ("experiment", "not_applicable")],
+        "not": {"required": ["experiment", "not_applicable"],
+                "properties": {"experiment": {"type": "string"},
+                               "not_applicable": {"type": "string"}}},
+    })
 
     experiment: RecordId | None = None
     subject: SideName | None = Field(

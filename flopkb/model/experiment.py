@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints, field_validator
+from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from flopkb.model.base import NonEmpty, RecordId, Strict
 
@@ -42,7 +42,7 @@ HookName = Annotated[
 Scalar = str | int | float | bool
 Quantity = Literal[
     "time_ratio", "memory_ratio", "throughput_ratio", "crossover", "throughput", "time",
-    "memory", "roofline_fraction", "share", "distinct_results", "setting",
+    "memory", "roofline_fraction", "share", "distinct_results", "setting", "equivalence",
 ]
 Dtype = Literal["float64", "float32", "float16", "bfloat16", "int64", "int32", "int8"]
 Distribution = Literal["normal", "uniform", "positive", "ones"]
@@ -50,7 +50,7 @@ Distribution = Literal["normal", "uniform", "positive", "ones"]
 MAX_STATES = 4096
 # what the declaration-only (hook-less) runner computes; the rest need a hook
 GENERIC_QUANTITIES = frozenset({"time_ratio", "throughput", "time", "crossover",
-                                "roofline_fraction"})
+                                "roofline_fraction", "equivalence"})
 
 
 class Implementation(Strict):
@@ -112,6 +112,25 @@ class Produced(Strict):
     unit: str | None = Field(default=None, max_length=40,
                              description="throughput: the unit of the work per second")
     axis: Identifier | None = Field(default=None, description="crossover: the swept axis")
+    # equivalence (flopkb.evidence.equivalence): each output within atol + rtol * max |ref|
+    atol: float | None = Field(default=None, ge=0, le=1e6,
+                               description="equivalence: absolute tolerance")
+    rtol: float | None = Field(default=None, ge=0, le=1e6,
+                               description="equivalence: tolerance relative to max |reference|")
+    outputs: list[Identifier] = Field(
+        default_factory=list, max_length=16,
+        description="equivalence: names of the outputs compared, in order (e.g. [o, state])",
+    )
+
+    @model_validator(mode="after")
+    def _tolerance(self) -> Produced:
+        # an equivalence without its tolerance could not be judged again from stored numbers
+        if self.quantity == "equivalence" and (self.atol is None or self.rtol is None):
+            raise ValueError("equivalence needs its tolerance: atol and rtol")
+        if self.quantity != "equivalence" and (
+                self.atol is not None or self.rtol is not None or self.outputs):
+            raise ValueError("atol, rtol and outputs belong to an equivalence")
+        return self
 
 
 class Qualitative(Strict):

@@ -13,6 +13,7 @@ from flopkb.paths import bundled_root
 
 # Row id, experiment, magnitude, conditions (tiny: the Triton interpreter runs them on the CPU).
 SSD = {"tokens": 64, "seq_len": 32, "heads": 2, "head_dim": 16, "state_dim": 16, "chunk_size": 16}
+FORMS = {"batch": 1, "seq_len": 19, "heads": 2, "head_dim": 8, "chunk_size": 8}
 SCAN = {"batch": 1, "dim": 8, "state_dim": 4, "heads": 2, "head_dim": 4, "min_len": 16,
         "max_len": 64}
 ROWS = [
@@ -53,6 +54,11 @@ ROWS = [
     # grids of 0.02 blocks per SM: 8..14 shares of 128-element tiles, few enough for the interpreter
     ("partition", "reduction-partition-simulation", "qualitative",
      {"elements": 8192, "repeats": 1, "seeds": 1, "tile": 128, "blocks_per_sm": 0.02}),
+    # two forms of one recurrence (equivalence), and the SIMT shares of SSD and attention
+    ("kda", "kda-vs-dplr", "qualitative", FORMS),
+    ("lightning", "lightning-vs-linear-attention", "qualitative", FORMS),
+    ("hgrn2", "hgrn2-scan-vs-chunked", "qualitative", FORMS),
+    ("simt", "ssd-vs-softmax-simt-share", "qualitative", SSD),
 ]
 
 

@@ -20,7 +20,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from flopkb.evidence import links, stats
+from flopkb.evidence import equivalence, links, stats
 from flopkb.evidence.measurement import Judgement, Measurement
 from flopkb.evidence.stats import Interval, ratio_interval
 from flopkb.grammar.formula import parse_formula
@@ -101,15 +101,29 @@ class DeclaredExperiment:
                 return imp
         return side.implementations[0]
 
+    def _equivalent(self, side: str) -> Produced | None:
+        """The equivalence produced on `side`, if any: its outputs are the measurement."""
+        return next((p for p in self.decl.produces
+                     if p.quantity == "equivalence" and p.side == side), None)
+
     def _run_checked(self, ctx: Context, side: Side, imp: Implementation, args: tuple,
-                     label: str) -> Any:
+                     label: str) -> tuple[Any, list[dict[str, Any]]]:
+        """(the implementation's function, its equivalence entries): an equivalence side's
+        outputs are compared and kept (the claim's measurement, judged later); any other side's
+        are checked against the reference first (a mismatch ends the experiment)."""
         fn = resolve_callable(imp.call or "", self.kb_root)
         ref = resolve_callable(imp.reference or side.reference or "", self.kb_root)
         out = fn(*args)
         expected = ref(*args)
-        ctx.check(f"{side.name}.{imp.name} {label}".strip(), out, expected, tol=imp.tolerance)
+        prod = self._equivalent(side.name)
+        entries: list[dict[str, Any]] = []
+        if prod is None:
+            ctx.check(f"{side.name}.{imp.name} {label}".strip(), out, expected,
+                      tol=imp.tolerance)
+        else:
+            entries = equivalence.compare(prod.outputs, out, expected)
         ctx.describe_impl(side.name, f"{imp.name} ({imp.call})")
-        return fn
+        return fn, entries
 
     # ----- the protocol -----
 
@@ -119,7 +133,11 @@ class DeclaredExperiment:
         args = self._inputs(state, ctx.device)
         for side in self.decl.sides:
             for imp in side.implementations:
-                self._run_checked(ctx, side, imp, args, _label(state))
+                _, entries = self._run_checked(ctx, side, imp, args, _label(state))
+                prod = self._equivalent(side.name)
+                if prod is not None:
+                    _check_equivalent(ctx, f"{side.name}.{imp.name} {_label(state)}", prod,
+                                      entries)
 
     def states(self, cond: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
         """The sweep: the claim's point first, then the rest of the cartesian product of the
@@ -153,9 +171,18 @@ class DeclaredExperiment:
         label = _label(state)
         row: dict[str, Any] = dict(state)
         timings = {}
+        # an experiment that only produces equivalences times nothing
+        timed = any(p.quantity != "equivalence" for p in self.decl.produces)
         for side in self.decl.sides:
             imp = self._impl(side, ctx.impls.get(side.name, side.implementations[0].name))
-            fn = self._run_checked(ctx, side, imp, args, label)
+            fn, entries = self._run_checked(ctx, side, imp, args, label)
+            if self._equivalent(side.name) is not None:
+                row[f"equivalence_{side.name}"] = entries
+                row[f"max_rel_err_{side.name}"] = max(
+                    (e["max_rel_err"] for e in entries if e.get("max_rel_err") is not None),
+                    default=None)
+            if not timed:
+                continue
             flops = _formula_value(side.flops, state)
             nbytes = _formula_value(side.bytes, state)
             t = ctx.time(f"{side.name} {label}", fn, [args], flops=flops, nbytes=nbytes, **state)
@@ -165,6 +192,8 @@ class DeclaredExperiment:
             if ctx.ceilings is not None and (flops or nbytes):
                 row[f"{side.name}_floor_ms"] = ctx.ceilings.floor_ms(flops, nbytes)
         for prod in self.decl.produces:
+            if prod.quantity == "equivalence":
+                continue
             interval = self._quantity(prod, timings, row, state)
             if interval is not None:
                 key = _key(prod)
@@ -197,6 +226,11 @@ class DeclaredExperiment:
         claim's point, the other axes held at the point."""
         if not self.decl.axes:
             return None
+        if all(p.quantity == "equivalence" for p in self.decl.produces):
+            return {"kind": "lines", "x": next(iter(self.decl.axes)), "ylabel":
+                    "max |impl - ref| / max |ref|", "xlabel": next(iter(self.decl.axes)),
+                    "series": {p.side: f"max_rel_err_{p.side}" for p in self.decl.produces},
+                    "logy": True, "filter": {k: point[k] for k in list(self.decl.axes)[1:]}}
         crossing = [p.axis for p in self.decl.produces if p.quantity == "crossover" and p.axis]
         x = crossing[0] if crossing else next(iter(self.decl.axes))
         return {"kind": "lines", "x": x, "xlabel": x, "ylabel": "time (ms)",
@@ -245,8 +279,54 @@ def _claimed(mag: Any) -> tuple[float | None, float | None]:
     return (None if lo is None else lo * scale, None if hi is None else hi * scale)
 
 
+def _check_equivalent(ctx: Context, label: str, prod: Produced,
+                      entries: list[dict[str, Any]]) -> None:
+    """The CPU check of an equivalence side: within its declared tolerance, else an error."""
+    found = equivalence.judge_entries(entries, prod.atol or 0.0, prod.rtol or 0.0, what=label)
+    ok = found.verdict == stats.CONFIRMED
+    ctx.checks.append({"kernel": label, "shape": entries[0]["shape"] if entries else [],
+                       "dtype": entries[0]["dtype"] if entries else "",
+                       "error": found.measured.value, "tolerance": 1.0, "ok": ok})
+    if not ok:
+        raise ExperimentError(f"{label} is not equivalent to its reference: {found.what}")
+
+
+def judge_equivalences(decl: Experiment, m: Measurement) -> list[Judgement]:
+    """One judgement per declared equivalence, over every sweep state stored."""
+    out = []
+    for prod in decl.produces:
+        if prod.quantity == "equivalence":
+            entries = equivalence.entries_of(m.sweep or [m.data.get("primary", {})],
+                                             f"equivalence_{prod.side}")
+            out.append(equivalence.judge_entries(
+                entries, prod.atol or 0.0, prod.rtol or 0.0,
+                what=f"side {prod.side} vs its reference over {len(m.sweep) or 1} states"))
+    return out
+
+
 def judge_declared(decl: Experiment, m: Measurement, mag: Any) -> Judgement:
-    """The verdict of one claim from a hook-less experiment's measurement."""
+    """The verdict of one claim from a hook-less experiment's measurement: the quantity that
+    reads its magnitude, and every declared equivalence (a claim about a kernel that is not
+    equivalent to its reference is never confirmed)."""
+    equal = judge_equivalences(decl, m)
+    rest = [p for p in decl.produces if p.quantity != "equivalence"]
+    if not rest:
+        if len(equal) == 1:
+            return equal[0]
+        return _joined(equal[0], equal[1:])
+    base = _judge_quantity(decl.model_copy(update={"produces": rest}), m, mag)
+    return _joined(base, equal) if equal and base.verdict != "error" else base
+
+
+def _joined(first: Judgement, more: list[Judgement]) -> Judgement:
+    parts = [first, *more]
+    verdict = equivalence.conjunction([j.verdict for j in parts])
+    return Judgement(first.measured, first.unit, "; ".join(j.what for j in parts), verdict,
+                     " and ".join(j.criterion for j in parts),
+                     next((j.reason for j in parts if j.reason), None))
+
+
+def _judge_quantity(decl: Experiment, m: Measurement, mag: Any) -> Judgement:
     primary = m.data["primary"]
     if mag is None or mag.kind == "qualitative":
         return _qualitative(decl, primary)

@@ -26,6 +26,8 @@ EXAMPLE = ROOT / "docs" / "examples" / "rmsnorm-kb"
 ADDED_SINCE = {
     "scan-benchmark", "non-matmul-cost", "prefill-trend", "serving-samba-prompt",
     "serving-samba-generation", "serving-nemotron-h", "serving-kimi-decode",
+    "kda-vs-dplr", "lightning-vs-linear-attention", "hgrn2-scan-vs-chunked",
+    "ssd-vs-softmax-simt-share",
 }
 
 # judging rules changed on purpose since the move: each must have raised its judge_revision
