@@ -35,6 +35,7 @@ from flopkb.evidence.signing import SigningError, ssh_keygen
 from flopkb.evidence.store import evidence_dir
 from flopkb.extras import install_hint
 from flopkb.kb import load_kb
+from flopkb.model.evidence import MAX_ROUNDS
 from flopkb.plural import count
 
 # What the `kernels` extra installs; verify imports all three (numpy through torch and the plots).
@@ -136,8 +137,9 @@ def verify(
                                    "smaller part (e.g. 24 for an RTX 4090)")
     ] = None,
     rounds: Annotated[
-        int | None, typer.Option("--rounds", min=1, help="independent rounds per claim point "
-                                 "(default 3; 1 with --quick)")
+        int | None, typer.Option("--rounds", min=1, max=MAX_ROUNDS,
+                                 help="independent rounds per claim point (default 3; 1 with "
+                                 "--quick)")
     ] = None,
     suite: Annotated[
         list[str] | None,
