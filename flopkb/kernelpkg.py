@@ -112,12 +112,24 @@ def package_name(folder: Path) -> str:
     return f"{PACKAGE_NAME}_kb_{digest}"
 
 
+# Kernels folders this process never imports from (`refuse_kernels`): a CPU check run under
+# `verify --no-kb-code` sets the KB's, so code reaching it at run time fails instead of running.
+_REFUSED: set[Path] = set()
+
+
+def refuse_kernels(kb_root: Path) -> None:
+    """Never import from `kb_root`'s kernels/ in this process again (ImportError instead)."""
+    _REFUSED.add(kernels_dir(kb_root).resolve())
+
+
 def load_kernels(kb_root: Path | None = None) -> ModuleType:
     """Import `kernels/` as a package (once per process per folder) and return it.
 
     A KB's kernels folder needs no `__init__.py`: without one it is imported as a bare package
     whose modules are its files and operator folders."""
     folder = kernels_dir(kb_root)
+    if folder.resolve() in _REFUSED:
+        raise ImportError(f"the KB's kernels/ ({folder}) is not run here (--no-kb-code)")
     name = package_name(folder)
     loaded = sys.modules.get(name)
     if loaded is not None:

@@ -157,11 +157,20 @@ def verify(
                                  help="measure this evidence record's claim again and say "
                                  "whether it reproduces within its interval (writes nothing)")
     ] = None,
+    no_kb_code: Annotated[
+        bool, typer.Option("--no-kb-code", help="plan without running any code the KB carries "
+                           "(its hooks and kernels/: for an untrusted pull request); the "
+                           "experiments left unchecked are listed")
+    ] = False,
     follow_symlinks: FollowSymlinksOption = False,
     fmt: FormatOption = OutputFormat.text,
 ) -> None:
     """Run the experiments linked from claim rows: CPU correctness checks and the plan, or with
-    --gpu the timed runs, verdicts and evidence files."""
+    --gpu the timed runs, verdicts and evidence files. Each CPU check runs in a child process
+    bounded by its declaration's time_limit_s and a memory cap."""
+    if no_kb_code and (gpu or recheck is not None):
+        fail("--no-kb-code is for the plan (no --gpu, no --recheck): a timed run is of the KB's "
+             "kernels")
     if not gpu:
         # the CPU plan runs the kernels through Triton's interpreter, which is chosen when triton
         # is first imported (the check below imports it)
@@ -229,13 +238,21 @@ def verify(
     if not gpu:
         extra = plan.unlinked(kb) if claim is None and record is None else []
         with progress:
-            results = cpu.run_cpu(kb, jobs, extra, on_event=on_event)
+            results = cpu.run_cpu(kb, jobs, extra, on_event=on_event, kb_code=not no_kb_code)
         payload = {"machine": None, "results": [r.as_dict() for r in broken + results],
                    "duration_s": round(time.monotonic() - started, 2)}
+        if no_kb_code:
+            payload["not_checked"] = cpu.skipped_experiments(results)
         # a claim linking an unknown experiment (`broken`) fails the plan as it fails a GPU run
         failed = bool(broken) or any(not c.get("ok") for r in results for c in (r.cpu_check or []))
         _report(payload, fmt, plan_mode=True)
         if fmt is OutputFormat.text:
+            if no_kb_code:
+                names = payload["not_checked"]
+                err_console.print(plain(
+                    f"not checked (--no-kb-code: they run the KB's code): {', '.join(names)}"
+                    if names else "--no-kb-code: every check ran flopkb's code only"),
+                    highlight=False)
             print_kb(ctx)
         raise typer.Exit(1 if failed else 0)
     # evidence records belong in records/; every file gets a fresh name, so none is replaced
