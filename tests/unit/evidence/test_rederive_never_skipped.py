@@ -109,3 +109,12 @@ def test_a_ratio_not_following_from_its_stored_times_is_an_error(kb_with_evidenc
     messages = [e["message"] for e in _errors(root, path) if e["rule"] == "FKB510"]
     assert any("does not follow from the stored times" in m for m in messages), messages
     assert not _speaks(root)
+
+
+def test_evidence_of_an_experiment_that_does_not_load_never_speaks(kb_with_evidence):
+    root, path = kb_with_evidence
+    assert _speaks(root)
+    # the declaration has an error now (FKB530): it is left out, and nothing judges its evidence
+    (root / DECL).write_text((root / DECL).read_text() + "kernels: ['../../']\n")
+    assert {"FKB502"} <= {e["rule"] for e in _errors(root, path)}
+    assert not _speaks(root)
