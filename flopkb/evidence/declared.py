@@ -100,6 +100,8 @@ DECLARATION_RULES: dict[str, tuple[Severity, str]] = {
     "FKB530": (E, "an experiment's `kernels:` entry is no path inside kernels/ (absolute, `..`, "
                   "too long or too many, or a link leading out), or names too many files"),
 }
+# What verify and validate call on a hook module (its DEFAULTS may come from the declaration).
+PROTOCOL = ("cpu_check", "measure", "judge")
 MAX_DECLARATIONS = 1000
 # a module read to resolve a callable: larger than this is not looked into (reported)
 MAX_SOURCE_BYTES = 1 << 20
@@ -159,7 +161,16 @@ def hook_problem(root: Path | None, hook: str) -> str | None:
             found = importlib.util.find_spec(module)
         except ImportError:
             found = None
-        return None if found is not None else f"flopkb has no module {module}"
+        if found is None:
+            return f"flopkb has no module {module}"
+        if found.origin is None or not found.origin.endswith(".py"):
+            return f"{module} is no experiment module (no source file)"
+        # a helper module beside the experiments resolves too: it must have what verify calls
+        for name in ([attr] if attr else list(PROTOCOL)):
+            why = _defines(Path(found.origin), name)
+            if why:
+                return f"{module} is no experiment: {why}"
+        return None
     if module.startswith("flopkb.") or module == "torch" or module.startswith("torch."):
         return f"a hook is a module of {BUNDLED_HOOKS.rstrip('.')} or below the KB's kernels/"
     path, _, _ = callable_path(root, f"{module}:{attr or 'measure'}")
@@ -167,7 +178,7 @@ def hook_problem(root: Path | None, hook: str) -> str | None:
     if not path.is_file():
         return f"no module {module} below kernels/ ({path.name} not found)"
     folder = kernels_dir(_root_of(root, module))
-    for name in ([attr] if attr else ["cpu_check", "measure", "judge"]):
+    for name in ([attr] if attr else list(PROTOCOL)):
         why = _defines(path, name, folder)
         if why:
             return why
