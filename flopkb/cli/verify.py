@@ -82,6 +82,21 @@ def _fmt_combo(combo: dict[str, str]) -> str:
     return ", ".join(f"{side}={impl}" for side, impl in combo.items())
 
 
+def _failed_check(c: dict[str, Any]) -> str:
+    """One failing CPU check row: which side and implementation (or kernel), at what shape and
+    dtype, its error against its tolerance (or the error message)."""
+    who = (f"side {c['side']}, implementation {c['implementation']}"
+           if c.get("side") and c.get("implementation") else str(c.get("kernel", "?")))
+    shape = "x".join(str(s) for s in c.get("shape") or [])
+    at = ", ".join(x for x in (shape, str(c.get("dtype") or "")) if x)
+    error, tol = c.get("error"), c.get("tolerance")
+    if isinstance(error, (int, float)) and isinstance(tol, (int, float)):
+        what = f"error {error:.3g} > tolerance {tol:.3g}"
+    else:
+        what = str(error)
+    return f"FAILED {who}" + (f" [{at}]" if at else "") + f": {what}"
+
+
 def _table(payload: dict[str, Any], plan_mode: bool) -> IdTable:
     table = IdTable(title="flopkb verify" + (" (plan, CPU checks)" if plan_mode else ""))
     for col in ("claim", "experiment", "verdict", "measured" if not plan_mode else "CPU check",
@@ -91,16 +106,16 @@ def _table(payload: dict[str, Any], plan_mode: bool) -> IdTable:
         if plan_mode:
             checks = r.get("cpu_check") or []
             bad = [c for c in checks if not c.get("ok")]
-            middle = f"{len(checks) - len(bad)}/{len(checks)} ok" + (
-                f": {bad[0].get('error')}" if bad else "")
+            # each failing row on a line of its own (a cell's lines, never a raw newline)
+            lines = [f"{len(checks) - len(bad)}/{len(checks)} ok",
+                     *(_failed_check(c) for c in bad[:4])]
         else:
-            middle = _fmt_measured(r.get("measured"))
+            lines = [_fmt_measured(r.get("measured"))]
         expected = (r.get("expected") or {}).get("text", "-")
         verdict = r["verdict"]
         if r.get("implementation_sensitive"):
             verdict += " (implementation-sensitive)"
         judgements = r.get("judgements") or []
-        lines = [middle]
         if len(judgements) > 1:
             lines += [f"{_fmt_combo(j['combination'])}: {j['verdict']} "
                       f"{_fmt_measured(j.get('measured'))}" for j in judgements]

@@ -133,3 +133,20 @@ def test_no_kb_code_still_checks_flopkbs_own_code(kb: Path) -> None:
 def test_no_kb_code_is_refused_with_gpu(kb: Path) -> None:
     result = cli.invoke(app, ["--kb", str(kb), "verify", "--no-kb-code", "--gpu"])
     assert result.exit_code == 2 and "--no-kb-code is for the plan" in result.stderr
+
+
+def test_a_failing_check_names_side_implementation_error_and_tolerance(kb: Path) -> None:
+    """It printed `CPU check: 0/2 ok: 0.6116218083689794`: no side, implementation or
+    tolerance, and the correct side counted as failing."""
+    fused = kb / "kernels" / "rmsnorm" / "fused.py"
+    fused.write_text(fused.read_text().replace("(b_x / rms * b_w)", "(b_x / rms * b_w * 1.5)"))
+    code, payload, _ = _plan(kb)
+    assert code == 1
+    checks = {c["side"]: c for c in _row(payload)["cpu_check"]}
+    assert checks["fused"]["ok"] is False and checks["unfused"]["ok"] is True
+    assert checks["fused"]["implementation"] == "triton"
+    result = cli.invoke(app, ["--kb", str(kb), "verify"], env={"COLUMNS": "400"})
+    assert result.exit_code == 1
+    assert "1/2 ok" in result.stdout
+    assert "FAILED side fused, implementation triton [5x37, bfloat16]: error 0.4" in result.stdout
+    assert "> tolerance 0.02" in result.stdout
