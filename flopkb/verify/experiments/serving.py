@@ -13,8 +13,11 @@ A generation of n tokens is timed at its mean context (`prompt + n/2`): per-step
 the context (attention reads L keys; everything else is constant), so n steps at the mean context
 take the sum of the n steps' times. Readings: `equal_batch` (both at `batch`) and, where
 `memory_limited` is asked for, each model at the largest batch its KV cache and state allow on
-`accelerator` (`flopkb.architecture.cost`, at most `max_batch`). The verdict reads `reading`; the
-other reading is reported beside it.
+`accelerator` (`flopkb.architecture.cost`, at most `max_batch`), and where the declaration names
+`control_memory_gb`, the same rule on that much memory (`memory_limited_80gb`: an H100's 80 GB for a
+claim published there). The verdict reads `reading`; the others are reported beside it, and the
+declaration's `reading_why` (which reading of the source's conditions is judged, and why) is
+stated in the verdict.
 
 Never run on a GPU yet: `measure` and `_serving_layers` are untested there; `judge` and the
 composition are tested with fake timings (tests/unit/verify/test_serving.py).
@@ -45,6 +48,7 @@ READINGS = ("equal_batch", "memory_limited")
 # what every serving declaration shares; its `point` names the rest (flopkb.verify.runner)
 DEFAULTS: dict[str, Any] = {
     "batch": 1, "reading": "equal_batch", "accelerator": "h200-sxm", "max_batch": 64,
+    "control_memory_gb": None, "reading_why": "",
 }
 
 
@@ -54,7 +58,7 @@ def setup(cond: dict[str, Any]) -> dict[str, Any]:
     if "input_tokens" in s:  # the end-to-end claims' name for the prompt length
         s["prompt_length"] = s["input_tokens"]
     for key in ("prompt_length", "batch", "output_tokens", "generated_tokens", "max_batch",
-                "context_length"):
+                "context_length", "control_memory_gb"):
         if s.get(key) is not None:
             s[key] = size_of(s[key])
     if s["phase"] not in ("prefill", "decode", "end_to_end"):
@@ -79,11 +83,17 @@ def batches(s: dict[str, Any], kb: Any) -> dict[str, dict[str, int]]:
     out = {"equal_batch": {"model": s["batch"], "baseline": s["batch"]}}
     if s["reading"] == "memory_limited" or s.get("also_memory_limited"):
         hw = hardware_values(HardwareModel(kb), s["accelerator"], "bf16")
-        out["memory_limited"] = {
-            side: memory_limited_batch(kb.architectures[s[key]], s["decode_context"],
+        out["memory_limited"] = _largest_batches(s, kb, hw)
+        if s.get("control_memory_gb"):
+            capped = {**hw, "memory_capacity": float(s["control_memory_gb"])}
+            out[f"memory_limited_{s['control_memory_gb']:g}gb"] = _largest_batches(s, kb, capped)
+    return out
+
+
+def _largest_batches(s: dict[str, Any], kb: Any, hw: Any) -> dict[str, int]:
+    return {side: memory_limited_batch(kb.architectures[s[key]], s["decode_context"],
                                        s["accelerator"], hw, s["max_batch"])
             for side, key in (("model", "model"), ("baseline", "baseline_architecture"))}
-    return out
 
 
 def build(s: dict[str, Any], times: dict[str, Any], kb: Any,
@@ -224,5 +234,7 @@ def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
                        for n, o in readings.items() if n != name)
     what = f"{name} reading, model / baseline {r['what']}" + (f" [also {others}]" if others
                                                                else "")
+    if cond.get("reading_why"):
+        what += f"; judged: {cond['reading_why']}"
     return judge_ratio(interval_of(r["ratio"]), mag, what=what,
                        qualitative="qualitative: the model is faster — ratio above 1.05")
