@@ -4,6 +4,7 @@ against their references through Triton's interpreter, and the plan described (v
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -53,6 +54,16 @@ def _limited_check(info: ExperimentInfo, kb_root, kb_code: bool
     return rows, reply.get("extra") or {}
 
 
+def _preload() -> None:
+    """Import torch and Triton (what every check imports) once, here: each forked child
+    inherits them instead of starting torch again (seconds per check). Importing starts no
+    thread pool, so forking afterwards is safe."""
+    import torch  # noqa: F401
+
+    with contextlib.suppress(ImportError):
+        import triton  # noqa: F401
+
+
 def run_cpu(kb, jobs: list[Job], extra: Sequence[ExperimentInfo] = (),
             on_event: Event = noop, *, kb_code: bool = True) -> list[Result]:
     """Check every experiment's kernels against their references on the CPU (Triton interpreter)
@@ -62,6 +73,7 @@ def run_cpu(kb, jobs: list[Job], extra: Sequence[ExperimentInfo] = (),
     cap. Without `kb_code` an experiment that would run the KB's own code (`hooks.kb_code_in`)
     is not checked: its row says so (`skipped`), and the plan reads no module of the KB's."""
     os.environ.setdefault("TRITON_INTERPRET", "1")
+    _preload()
     calibration = kb.catalogue().get(CALIBRATION)
     infos = [calibration, *(j.info for j in jobs), *extra]
     protocol: dict[str, dict[str, Any]] = {}
