@@ -68,6 +68,11 @@ def _child(conn, check: Check, memory: int) -> None:
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
     sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - the child's lifetime
+    # OpenMP's thread pool does not survive a fork: a torch op of the child would wait on the
+    # parent's pool forever once the parent has run one. One thread never enters it.
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(1)
     capped = _cap_memory(memory)
     try:
         rows, extra = check()
