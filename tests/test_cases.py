@@ -195,7 +195,7 @@ def _rows_over_prose(folder: Path, n: int) -> list[tuple[str, str, int]]:
     words = ["scan", "ssd", "chunk", "tensor", "faster", "kernel", "state", "gemm", "ridge"]
     prose = " ".join(words[(i * 7) % 9] + str(i % 13) for i in range(n // 7))
     prose += " SSD is 6x faster at 2048 tokens and 6x faster at 2K."
-    # each row says why no run judges it: the case counts the prose scan, not FKB530's findings
+    # each row says why no run judges it: the case counts the prose scan, not FKB532's findings
     rows = "".join(
         f"    - {{id: r{i}, quantity: bf16_tensor_flops, effect: '6x faster at "
         f"{('2048 tokens', '2K')[i % 2]}', magnitude: '6x at {('2048', '2K')[i % 2]}', "

@@ -12,7 +12,14 @@ from flopkb.check.references import unloaded_reference
 from flopkb.evidence.catalogue import Catalogue
 from flopkb.evidence.declared import EXPERIMENTS_FOLDER
 from flopkb.evidence.hashing import stale_evidence
-from flopkb.evidence.rederive import INCONSISTENT, LEGACY, MEASURING, MISMATCH, MISSING
+from flopkb.evidence.rederive import (
+    INCONSISTENT,
+    LEGACY,
+    MEASURING,
+    MISMATCH,
+    MISSING,
+    UNKNOWN_REVISION,
+)
 from flopkb.findings import Finding, Severity
 from flopkb.load.walk import display_path
 from flopkb.model import EvidenceRecord
@@ -43,8 +50,11 @@ OWN_JUDGE = rule("FKB517", Severity.info,
                  "validate never runs the KB's code")
 MISSING_ARTIFACT = rule("FKB514", Severity.error,
                         "evidence lists an artifact that is not a file beside it in the KB")
+UNKNOWN_JUDGE = rule("FKB531", Severity.error,
+                     "evidence names a judge_revision its experiment never declared (above the "
+                     "current one): it is not trusted")
 BY_PROBLEM = {MISMATCH: NOT_REDERIVED, MISSING: NO_MEASUREMENT, LEGACY: LEGACY_UNREADABLE,
-              INCONSISTENT: INCONSISTENT_VERDICT}
+              INCONSISTENT: INCONSISTENT_VERDICT, UNKNOWN_REVISION: UNKNOWN_JUDGE}
 REDERIVE_HINT = ("an evidence record is written by `flopkb verify --gpu`; run it again, or "
                  "remove the record (a claim's magnitude edited since also changes the verdict)")
 

@@ -1,4 +1,4 @@
-"""Every claim judged (FKB530): a claim row that no experiment judges, that nothing derives and
+"""Every claim judged (FKB532): a claim row that no experiment judges, that nothing derives and
 that says no reason why is a finding, so that `flopkb claims` shows for every claim a verdict, a
 computed value or a reason.
 
@@ -17,7 +17,7 @@ from flopkb.check.base import CheckContext, check, rule
 from flopkb.check.uses import not_applicable
 from flopkb.findings import Finding, Severity
 
-UNJUDGED = rule("FKB530", Severity.warning,
+UNJUDGED = rule("FKB532", Severity.warning,
                 "a claim row with no experiment link, no derivation and no stated reason")
 
 
@@ -27,7 +27,7 @@ def _judged(row) -> bool:
 
 @check
 def unjudged_claims(ctx: CheckContext) -> Iterator[Finding]:
-    """FKB530 for every claim row nothing judges, derives or excuses."""
+    """FKB532 for every claim row nothing judges, derives or excuses."""
     bare = [(rec, index, row) for rec in ctx.kb.classes.values()
             for index, row in enumerate(rec.flop.hardware_parameters) if not _judged(row)]
     if not bare:

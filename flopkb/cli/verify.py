@@ -35,6 +35,7 @@ from flopkb.evidence.signing import SigningError, ssh_keygen
 from flopkb.evidence.store import evidence_dir
 from flopkb.extras import install_hint
 from flopkb.kb import load_kb
+from flopkb.model.evidence import MAX_ROUNDS
 from flopkb.plural import count
 
 # What the `kernels` extra installs; verify imports all three (numpy through torch and the plots).
@@ -81,6 +82,21 @@ def _fmt_combo(combo: dict[str, str]) -> str:
     return ", ".join(f"{side}={impl}" for side, impl in combo.items())
 
 
+def _failed_check(c: dict[str, Any]) -> str:
+    """One failing CPU check row: which side and implementation (or kernel), at what shape and
+    dtype, its error against its tolerance (or the error message)."""
+    who = (f"side {c['side']}, implementation {c['implementation']}"
+           if c.get("side") and c.get("implementation") else str(c.get("kernel", "?")))
+    shape = "x".join(str(s) for s in c.get("shape") or [])
+    at = ", ".join(x for x in (shape, str(c.get("dtype") or "")) if x)
+    error, tol = c.get("error"), c.get("tolerance")
+    if isinstance(error, (int, float)) and isinstance(tol, (int, float)):
+        what = f"error {error:.3g} > tolerance {tol:.3g}"
+    else:
+        what = str(error)
+    return f"FAILED {who}" + (f" [{at}]" if at else "") + f": {what}"
+
+
 def _table(payload: dict[str, Any], plan_mode: bool) -> IdTable:
     table = IdTable(title="flopkb verify" + (" (plan, CPU checks)" if plan_mode else ""))
     for col in ("claim", "experiment", "verdict", "measured" if not plan_mode else "CPU check",
@@ -90,16 +106,16 @@ def _table(payload: dict[str, Any], plan_mode: bool) -> IdTable:
         if plan_mode:
             checks = r.get("cpu_check") or []
             bad = [c for c in checks if not c.get("ok")]
-            middle = f"{len(checks) - len(bad)}/{len(checks)} ok" + (
-                f": {bad[0].get('error')}" if bad else "")
+            # each failing row on a line of its own (a cell's lines, never a raw newline)
+            lines = [f"{len(checks) - len(bad)}/{len(checks)} ok",
+                     *(_failed_check(c) for c in bad[:4])]
         else:
-            middle = _fmt_measured(r.get("measured"))
+            lines = [_fmt_measured(r.get("measured"))]
         expected = (r.get("expected") or {}).get("text", "-")
         verdict = r["verdict"]
         if r.get("implementation_sensitive"):
             verdict += " (implementation-sensitive)"
         judgements = r.get("judgements") or []
-        lines = [middle]
         if len(judgements) > 1:
             lines += [f"{_fmt_combo(j['combination'])}: {j['verdict']} "
                       f"{_fmt_measured(j.get('measured'))}" for j in judgements]
@@ -136,8 +152,9 @@ def verify(
                                    "smaller part (e.g. 24 for an RTX 4090)")
     ] = None,
     rounds: Annotated[
-        int | None, typer.Option("--rounds", min=1, help="independent rounds per claim point "
-                                 "(default 3; 1 with --quick)")
+        int | None, typer.Option("--rounds", min=1, max=MAX_ROUNDS,
+                                 help="independent rounds per claim point (default 3; 1 with "
+                                 "--quick)")
     ] = None,
     suite: Annotated[
         list[str] | None,
@@ -155,11 +172,20 @@ def verify(
                                  help="measure this evidence record's claim again and say "
                                  "whether it reproduces within its interval (writes nothing)")
     ] = None,
+    no_kb_code: Annotated[
+        bool, typer.Option("--no-kb-code", help="plan without running any code the KB carries "
+                           "(its hooks and kernels/: for an untrusted pull request); the "
+                           "experiments left unchecked are listed")
+    ] = False,
     follow_symlinks: FollowSymlinksOption = False,
     fmt: FormatOption = OutputFormat.text,
 ) -> None:
     """Run the experiments linked from claim rows: CPU correctness checks and the plan, or with
-    --gpu the timed runs, verdicts and evidence files."""
+    --gpu the timed runs, verdicts and evidence files. Each CPU check runs in a child process
+    bounded by its declaration's time_limit_s and a memory cap."""
+    if no_kb_code and (gpu or recheck is not None):
+        fail("--no-kb-code is for the plan (no --gpu, no --recheck): a timed run is of the KB's "
+             "kernels")
     if not gpu:
         # the CPU plan runs the kernels through Triton's interpreter, which is chosen when triton
         # is first imported (the check below imports it)
@@ -227,13 +253,21 @@ def verify(
     if not gpu:
         extra = plan.unlinked(kb) if claim is None and record is None else []
         with progress:
-            results = cpu.run_cpu(kb, jobs, extra, on_event=on_event)
+            results = cpu.run_cpu(kb, jobs, extra, on_event=on_event, kb_code=not no_kb_code)
         payload = {"machine": None, "results": [r.as_dict() for r in broken + results],
                    "duration_s": round(time.monotonic() - started, 2)}
+        if no_kb_code:
+            payload["not_checked"] = cpu.skipped_experiments(results)
         # a claim linking an unknown experiment (`broken`) fails the plan as it fails a GPU run
         failed = bool(broken) or any(not c.get("ok") for r in results for c in (r.cpu_check or []))
         _report(payload, fmt, plan_mode=True)
         if fmt is OutputFormat.text:
+            if no_kb_code:
+                names = payload["not_checked"]
+                err_console.print(plain(
+                    f"not checked (--no-kb-code: they run the KB's code): {', '.join(names)}"
+                    if names else "--no-kb-code: every check ran flopkb's code only"),
+                    highlight=False)
             print_kb(ctx)
         raise typer.Exit(1 if failed else 0)
     # evidence records belong in records/; every file gets a fresh name, so none is replaced

@@ -24,13 +24,24 @@ from flopkb.evidence import impls
 from flopkb.evidence.impls import Side
 from flopkb.findings import Finding, Severity
 from flopkb.grammar.formula import FormulaError, parse_formula
-from flopkb.kernelpkg import kernels_dir, kernels_root
+from flopkb.kernelpkg import (
+    MAX_KERNEL_ENTRIES,
+    MAX_KERNEL_FILES,
+    inside,
+    kernel_entry_problem,
+    kernels_dir,
+    kernels_root,
+    walk_sources,
+)
 from flopkb.load import Limits, Locator, read_document
 from flopkb.load.structure import _finding
 from flopkb.load.walk import display_path
 from flopkb.model.experiment import GENERIC_QUANTITIES, Experiment
 
 BUNDLED_HOOKS = "flopkb.verify.experiments."
+# What counts as kernel source below an operator folder: Python/Triton and CUDA (a kernel built
+# from a .cu at run time, e.g. reduction/cub_levels.cu, stales its evidence when it changes).
+SOURCE_SUFFIXES = frozenset({".py", ".cu", ".cuh"})
 EXPERIMENTS_FOLDER = "experiments"
 
 
@@ -86,7 +97,11 @@ DECLARATION_RULES: dict[str, tuple[Severity, str]] = {
     "FKB525": (E, "a hook-less experiment says too little to run: no produced quantity, no "
                   "reference, or a quantity only a hook can produce"),
     "FKB526": (E, "an experiment's produced quantity names a side it does not have"),
+    "FKB530": (E, "an experiment's `kernels:` entry is no path inside kernels/ (absolute, `..`, "
+                  "too long or too many, or a link leading out), or names too many files"),
 }
+# What verify and validate call on a hook module (its DEFAULTS may come from the declaration).
+PROTOCOL = ("cpu_check", "measure", "judge")
 MAX_DECLARATIONS = 1000
 # a module read to resolve a callable: larger than this is not looked into (reported)
 MAX_SOURCE_BYTES = 1 << 20
@@ -146,7 +161,16 @@ def hook_problem(root: Path | None, hook: str) -> str | None:
             found = importlib.util.find_spec(module)
         except ImportError:
             found = None
-        return None if found is not None else f"flopkb has no module {module}"
+        if found is None:
+            return f"flopkb has no module {module}"
+        if found.origin is None or not found.origin.endswith(".py"):
+            return f"{module} is no experiment module (no source file)"
+        # a helper module beside the experiments resolves too: it must have what verify calls
+        for name in ([attr] if attr else list(PROTOCOL)):
+            why = _defines(Path(found.origin), name)
+            if why:
+                return f"{module} is no experiment: {why}"
+        return None
     if module.startswith("flopkb.") or module == "torch" or module.startswith("torch."):
         return f"a hook is a module of {BUNDLED_HOOKS.rstrip('.')} or below the KB's kernels/"
     path, _, _ = callable_path(root, f"{module}:{attr or 'measure'}")
@@ -154,7 +178,7 @@ def hook_problem(root: Path | None, hook: str) -> str | None:
     if not path.is_file():
         return f"no module {module} below kernels/ ({path.name} not found)"
     folder = kernels_dir(_root_of(root, module))
-    for name in ([attr] if attr else ["cpu_check", "measure", "judge"]):
+    for name in ([attr] if attr else list(PROTOCOL)):
         why = _defines(path, name, folder)
         if why:
             return why
@@ -165,6 +189,7 @@ def _semantics(root: Path | None, exp: Experiment) -> Iterable[tuple[str, tuple,
     """(rule, path in the declaration, message, hint) for what the schema cannot say."""
     sides = {s.name: s for s in exp.sides}
     axes = set(exp.axes)
+    yield from _kernel_entries(root, exp.kernels)
     if exp.hook is not None:
         why = hook_problem(root, exp.hook)
         if why:
@@ -233,6 +258,44 @@ def _semantics(root: Path | None, exp: Experiment) -> Iterable[tuple[str, tuple,
             yield from _formula(prod.work, axes, ("produces", pi, "work"))
     if exp.hook is None:
         yield from _hookless(exp)
+
+
+def _kernel_entries(root: Path | None, entries: list[str]) -> Iterable[tuple]:
+    """FKB530 for `kernels:` entries that are no plain path below kernels/, that a link leads
+    out of it, or that name more files than a walk reads. Nothing outside is looked at."""
+    if len(entries) > MAX_KERNEL_ENTRIES:
+        yield ("FKB530", ("kernels",), f"{len(entries)} kernels entries; at most "
+               f"{MAX_KERNEL_ENTRIES}", "list operator folders (`op/`) rather than files")
+    for i, entry in enumerate(entries[:MAX_KERNEL_ENTRIES]):
+        why = kernel_entry_problem(entry)
+        shown = entry if len(entry) <= 60 else f"{entry[:60]}... ({len(entry)} characters)"
+        if why:
+            yield ("FKB530", ("kernels", i), f"kernels entry {shown!r}: {why}",
+                   "an entry is a path below the KB's kernels/ (or the bundled one), e.g. "
+                   "`rmsnorm/` or `rmsnorm/fused.py`")
+            continue
+        folder = kernels_dir(kernels_root(root, entry))
+        base = folder / entry
+        if not base.exists():
+            continue
+        if not inside(folder, base):
+            yield ("FKB530", ("kernels", i), f"kernels entry {shown!r} is a link leading out "
+                   "of the kernels/ folder; it is never read", "keep kernel sources inside "
+                   "kernels/ (copy them in rather than linking)")
+            continue
+        if entry.endswith("/") and base.is_dir():
+            found = list(walk_sources(base, SOURCE_SUFFIXES))
+            if len(found) > MAX_KERNEL_FILES:
+                yield ("FKB530", ("kernels", i), f"kernels entry {shown!r} holds more than "
+                       f"{MAX_KERNEL_FILES} kernel sources; only the first are hashed",
+                       "list the operator's own folder, not one above it")
+            out = [p for p in found if not inside(folder, p)]
+            if out:
+                yield ("FKB530", ("kernels", i), f"kernels entry {shown!r}: {len(out)} "
+                       f"file(s) are links leading out of kernels/ (first: "
+                       f"{out[0].relative_to(folder).as_posix()!r}); they are never read",
+                       "keep kernel sources inside kernels/ (copy them in rather than "
+                       "linking)")
 
 
 def _hookless(exp: Experiment) -> Iterable[tuple[str, tuple, str, str | None]]:

@@ -18,14 +18,18 @@ from pathlib import Path
 from typing import NamedTuple
 
 from flopkb.evidence.catalogue import Catalogue
-from flopkb.evidence.declared import ExperimentInfo
+from flopkb.evidence.declared import SOURCE_SUFFIXES, ExperimentInfo
 from flopkb.evidence.store import latest
-from flopkb.kernelpkg import kernels_dir, kernels_root
+from flopkb.kernelpkg import (
+    MAX_KERNEL_ENTRIES,
+    inside,
+    kernel_entry_problem,
+    kernels_dir,
+    kernels_root,
+    walk_sources,
+)
 
 MISSING = "missing"
-# What counts as kernel source below an operator folder: Python/Triton and CUDA (a kernel built
-# from a .cu at run time, e.g. reduction/cub_levels.cu, stales its evidence when it changes).
-SOURCE_SUFFIXES = frozenset({".py", ".cu", ".cuh"})
 
 
 def sha256_file(path: Path) -> str:
@@ -42,20 +46,24 @@ def kernel_files(kb_root: Path | None, info: ExperimentInfo) -> list[tuple[str, 
 
     An entry ending in "/" expands to every kernel source (SOURCE_SUFFIXES) below that folder;
     an entry naming a missing file is kept, so its absence shows as MISSING in the hashes.
-    Each entry is looked up in the KB's kernels/ or the bundled ones (`kernels_root`).
+    Each entry is looked up in the KB's kernels/ or the bundled ones (`kernels_root`). Nothing
+    outside that folder is ever read: an entry that is no plain relative path
+    (`kernel_entry_problem`), and a file a link leads out of the folder, are left out (validate
+    reports both, FKB530), and a folder's walk stops at MAX_KERNEL_FILES.
     """
     files: dict[str, Path] = {}
-    for entry in info.kernels:
+    for entry in info.kernels[:MAX_KERNEL_ENTRIES]:
+        if kernel_entry_problem(entry):
+            continue
         folder = kernels_dir(kernels_root(kb_root, entry))
+        base = folder / entry
         if entry.endswith("/"):
-            base = folder / entry
-            if base.is_dir():
-                for p in base.rglob("*"):
-                    if (p.suffix in SOURCE_SUFFIXES and p.is_file()
-                            and "__pycache__" not in p.parts):
+            if base.is_dir() and inside(folder, base):
+                for p in walk_sources(base, SOURCE_SUFFIXES):
+                    if p.is_file() and inside(folder, p):
                         files[p.relative_to(folder).as_posix()] = p
-        else:
-            files[entry] = folder / entry
+        elif not base.exists() or inside(folder, base):
+            files[entry] = base
     return sorted(files.items())
 
 

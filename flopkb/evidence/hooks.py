@@ -65,6 +65,30 @@ def _wants_declaration(hook: Any, name: str = "judge") -> bool:
         return False
 
 
+def kb_code_in(info: ExperimentInfo, kb_root: Path | None) -> str | None:
+    """Why running experiment `info` on the KB at `kb_root` runs the KB's own code (its hook, or
+    a kernel, callable or input maker below the KB's kernels/, which stands in for the bundled
+    operator of that name), or None when it runs only flopkb's. On the bundled KB itself every
+    kernel is the KB's. Read from the declaration: nothing is imported."""
+    if info.runs_kb_code:
+        return f"its hook {info.hook!r} is the KB's code"
+    if kb_root is None:
+        return None
+    names = list(info.kernels)
+    decl = info.declaration
+    if decl is not None:
+        specs = [inp.maker for inp in decl.inputs]
+        for side in decl.sides:
+            specs += [side.reference or ""] + [i.call or "" for i in side.implementations]
+            specs += [i.reference or "" for i in side.implementations]
+        names += [s.partition(":")[0].split(".")[0] for s in specs
+                  if ":" in s and not s.startswith("torch")]
+    own = sorted({n for n in names if kernels_root(kb_root, n) is not None})
+    if own:
+        return f"it runs the KB's kernels/ ({', '.join(own[:4])}{', ...' if len(own) > 4 else ''})"
+    return None
+
+
 class WithPoint:
     """A hook whose DEFAULTS the declaration's `point` completes: the claim's conditions are data
     in the declaration, and several declarations share one hook's code. A hook whose `judge`

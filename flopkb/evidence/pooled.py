@@ -205,9 +205,13 @@ def pooled(kb: Any, claim: str | None = None,
 def _pool_all(kb: Any, keep: Callable[[EvidenceRecord], bool] | None, figures: bool
               ) -> dict[tuple[str, str], Pooled]:
     implausible, untrusted = kb.implausible_evidence(), kb.untrusted_evidence()
+    catalogue = kb.catalogue()
     groups: dict[tuple[str, str], list[EvidenceRecord]] = {}
     for ev in kb.evidence.values():
         if ev.claim is None:
+            continue
+        if not catalogue.exists(ev.experiment):
+            # no declaration loads (FKB502, or FKB507 for one with errors): nothing judges it
             continue
         if ev.id in implausible or ev.id in untrusted or (keep is not None and not keep(ev)):
             continue

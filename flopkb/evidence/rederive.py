@@ -30,6 +30,10 @@ REL_TOL = 1e-4
 ROUNDS_SINCE = 4
 
 MISMATCH, MISSING, LEGACY, INCONSISTENT = "mismatch", "missing", "legacy", "inconsistent"
+# evidence naming a judge_revision its experiment never declared (above the current one)
+UNKNOWN_REVISION = "unknown-revision"
+# quantities a hook-less declaration computes from its stored times alone (generic runner)
+FROM_TIMES = frozenset({"time_ratio", "crossover", "time"})
 
 
 @dataclass(frozen=True)
@@ -108,12 +112,99 @@ def consistency(ev: EvidenceRecord) -> list[Problem]:
         out.append(Problem(INCONSISTENT, ("measured",),
                            f"measured {_fmt(ev.measured)} but judgements[0] measured "
                            f"{_fmt(first.measured)}"))
+    for base, measured in [((), ev.measured)] + [
+            (("judgements", i), j.measured) for i, j in enumerate(ev.judgements)]:
+        why = _outside(measured)
+        if why:
+            out.append(Problem(MISMATCH, (*base, "measured"), why))
     verdicts = [j.verdict.value for j in ev.judgements]
     decisive = {v for v in verdicts if v in MEASURING}
     if ev.implementation_sensitive != implementation_sensitive(verdicts, ev.schema_version):
         out.append(Problem(INCONSISTENT, ("implementation_sensitive",),
                            f"implementation_sensitive is {str(ev.implementation_sensitive).lower()}"
                            f" but the judgements' verdicts are {sorted(decisive) or 'none'}"))
+    return out
+
+
+def _outside(m: Measured | None) -> str | None:
+    """Why a stored figure is not inside its own stored interval (None when it is, or has none)."""
+    if m is None or m.value is None:
+        return None
+    low, high = m.low, m.high
+    if (low is not None and m.value < low * (1 - REL_TOL)) or (
+            high is not None and m.value > high * (1 + REL_TOL)) or (
+            low is not None and high is not None and low > high * (1 + REL_TOL)):
+        return f"stored measured {_fmt(m)}: the value lies outside its own interval"
+    return None
+
+
+def _round_rows(rounds: list[Any]) -> list[tuple[tuple, dict[str, Any]]]:
+    """(path in the record, row) of every row the rounds store: each data.primary, each sweep
+    row."""
+    out = []
+    for ri, r in enumerate(rounds):
+        primary = r.data.get("primary")
+        if isinstance(primary, dict):
+            out.append(((ri, "data", "primary"), primary))
+        out += [((ri, "sweep", si), row) for si, row in enumerate(r.sweep)
+                if isinstance(row, dict)]
+    return out
+
+
+def _from_times(prod: Any, row: dict[str, Any]) -> tuple[Any, Any, Any] | None:
+    """(value, low, high) a hook-less declaration's runner computed `prod` from the row's own
+    times (flopkb.evidence.stats.ratio_interval for a ratio), None when the row lacks them."""
+    def ms(side: str | None, suffix: str = "") -> Any:
+        return row.get(f"{side}{suffix}_ms")
+
+    if prod.quantity == "time":
+        parts = (ms(prod.side), ms(prod.side, "_p10"), ms(prod.side, "_p90"))
+    else:
+        n, d = prod.numerator, prod.denominator
+        parts = (ms(n), ms(n, "_p10"), ms(n, "_p90"), ms(d), ms(d, "_p10"), ms(d, "_p90"))
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0
+               for x in parts):
+        return None
+    if prod.quantity == "time":
+        return parts
+    n_med, n_p10, n_p90, d_med, d_p10, d_p90 = parts
+    return n_med / d_med, n_p10 / d_p90, n_p90 / d_p10
+
+
+def times_problems(kb: Any, ev: EvidenceRecord) -> list[Problem]:
+    """Rows of a hook-less declaration's evidence whose stored ratio or time does not follow
+    from the stored times beside it (whatever the judge revision: the arithmetic is the
+    runner's, not the judge's). Bundled hooks compute their figures their own ways: their rows
+    are re-derived through their judge only."""
+    catalogue = kb.catalogue()
+    if not catalogue.exists(ev.experiment):
+        return []
+    info = catalogue.get(ev.experiment)
+    if info.hook is not None or info.declaration is None:
+        return []
+    prods = [p for p in info.declaration.produces if p.quantity in FROM_TIMES]
+    out: list[Problem] = []
+    sources = [(("rounds",), ev.rounds)] + [(("judgements", i, "rounds"), j.rounds)
+                                             for i, j in enumerate(ev.judgements) if i > 0]
+    for base, rounds in sources:
+        for path, row in _round_rows(list(rounds)):
+            for prod in prods:
+                key = prod.quantity if prod.side is None else f"{prod.quantity}_{prod.side}"
+                if key not in row:
+                    continue
+                want = _from_times(prod, row)
+                got = (row.get(key), row.get(f"{key}_low"), row.get(f"{key}_high"))
+                if want is None:
+                    out.append(Problem(MISMATCH, (*base, *path, key),
+                                       f"{key} {got[0]} is stored without the times it is "
+                                       "computed from"))
+                elif not all(_close(g, w) for g, w in zip(got, want, strict=True)):
+                    out.append(Problem(MISMATCH, (*base, *path, key),
+                                       f"stored {key} {got[0]} [{got[1]}, {got[2]}] does not "
+                                       f"follow from the stored times beside it ({want[0]:.6g} "
+                                       f"[{want[1]:.6g}, {want[2]:.6g}])"))
+                if len(out) >= 5:
+                    return out
     return out
 
 
@@ -238,8 +329,18 @@ def rederive(kb: Any, ev: EvidenceRecord) -> list[Problem]:
     mag = claim_magnitude(kb, ev)
     if mag is None:
         return out
-    if judge_changed(kb.catalogue(), ev):
-        # read under an earlier rule: stale (FKB504), not a mismatch with the current judge
+    out.extend(times_problems(kb, ev))
+    changed = judge_changed(kb.catalogue(), ev)
+    if changed and changed[0] > changed[1]:
+        # a rule never declared: nothing can read it, and it must not pass for a stale one
+        out.append(Problem(UNKNOWN_REVISION, ("judge_revision",),
+                           f"judge_revision {changed[0]} is above experiment {ev.experiment!r}'s "
+                           f"current {changed[1]}: no such judging rule was declared"))
+        return out
+    if changed:
+        # read under an earlier rule: stale (FKB504), not a mismatch with the current judge; it
+        # must still store what it measured, or it is a verdict with nothing behind it
+        out.extend(_unmeasured(ev))
         return out
     mod = judge_module(kb, ev.experiment)
     if mod is None:
@@ -251,6 +352,19 @@ def rederive(kb: Any, ev: EvidenceRecord) -> list[Problem]:
         if j.verdict.value in MEASURING:
             out.extend(_one(ev, i, j.verdict.value, j.measured, mod, mag))
     return out
+
+
+def _unmeasured(ev: EvidenceRecord) -> list[Problem]:
+    """MISSING for each measuring verdict of `ev` (schema 4) that stores no rounds."""
+    if ev.schema_version < ROUNDS_SINCE:
+        return []
+    top = _effective(ev.verdict.value,
+                     ev.applicable_verdict.value if ev.applicable_verdict else None)
+    verdicts = [(0, top)] + [(i, j.verdict.value) for i, j in enumerate(ev.judgements)
+                             if i > 0]
+    return [Problem(MISSING, (() if i == 0 else ("judgements", i)) + ("verdict",),
+                    f"verdict {v!r} stores no measurement (rounds): nothing stands behind it")
+            for i, v in verdicts if v in MEASURING and _source(ev, i) is None]
 
 
 def untrusted(kb: Any) -> dict[str, list[Problem]]:

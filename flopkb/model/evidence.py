@@ -6,7 +6,7 @@ import datetime as dt
 from enum import Enum
 from typing import Any, Literal
 
-from pydantic import AwareDatetime, Field, field_validator
+from pydantic import AwareDatetime, Field, field_validator, model_validator
 
 from flopkb.model.base import (
     DATETIME_PATTERN,
@@ -18,6 +18,12 @@ from flopkb.model.base import (
     Strict,
     written_as,
 )
+
+# Independent rounds one combination may store, and all combinations of one record together:
+# verify takes 3 (`flopkb.evidence.rounds.ROUNDS`); the bound keeps what validate merges and
+# judges again small whatever a record says.
+MAX_ROUNDS = 64
+MAX_ROUNDS_PER_RECORD = 256
 
 
 class Verdict(str, Enum):
@@ -60,7 +66,7 @@ class Judged(Strict):
     measured: Measured | None = None
     reason: str | None = None
     rounds: list[Round] = Field(
-        default_factory=list,
+        default_factory=list, max_length=MAX_ROUNDS,
         description="schema 4: this combination's rounds (the first judgement's are the record's "
         "`rounds`)",
     )
@@ -122,7 +128,7 @@ class EvidenceRecord(RecordBase):
     duration_s: Number | None = None
     artifacts: list[str] = Field(default_factory=list, description="plots beside this file")
     rounds: list[Round] = Field(
-        default_factory=list,
+        default_factory=list, max_length=MAX_ROUNDS,
         description="schema 4: the verdict's combination measured in independent rounds",
     )
     tolerance: dict[str, Number] | None = Field(
@@ -146,3 +152,11 @@ class EvidenceRecord(RecordBase):
             # 9999-12-31T23:59:59-01:00 is in year 10000 in UTC: kept with its own offset (aware
             # datetimes still order correctly), and reported as a time from the future (FKB508)
             return value
+
+    @model_validator(mode="after")
+    def _rounds_bounded(self) -> EvidenceRecord:
+        total = len(self.rounds) + sum(len(j.rounds) for j in self.judgements)
+        if total > MAX_ROUNDS_PER_RECORD:
+            raise ValueError(f"expected at most {MAX_ROUNDS_PER_RECORD} rounds in one record "
+                             f"(rounds and every judgement's together), got {total}")
+        return self

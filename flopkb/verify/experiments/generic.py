@@ -133,11 +133,21 @@ class DeclaredExperiment:
         args = self._inputs(state, ctx.device)
         for side in self.decl.sides:
             for imp in side.implementations:
-                _, entries = self._run_checked(ctx, side, imp, args, _label(state))
-                prod = self._equivalent(side.name)
-                if prod is not None:
-                    _check_equivalent(ctx, f"{side.name}.{imp.name} {_label(state)}", prod,
-                                      entries)
+                # one implementation's mismatch is its own row: the others are still checked
+                before = len(ctx.checks)
+                try:
+                    _, entries = self._run_checked(ctx, side, imp, args, _label(state))
+                except ExperimentError as exc:
+                    if len(ctx.checks) == before:
+                        ctx.checks.append({"kernel": f"{side.name}.{imp.name} {_label(state)}",
+                                           "ok": False, "error": str(exc)})
+                else:
+                    prod = self._equivalent(side.name)
+                    if prod is not None:
+                        _check_equivalent(ctx, f"{side.name}.{imp.name} {_label(state)}", prod,
+                                          entries)
+                for row in ctx.checks[before:]:
+                    row.update(side=side.name, implementation=imp.name)
 
     def states(self, cond: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
         """The sweep: the claim's point first, then the rest of the cartesian product of the

@@ -1,4 +1,4 @@
-"""FKB530: a claim row that nothing judges, derives or excuses is a warning (a user's KB), and
+"""FKB532: a claim row that nothing judges, derives or excuses is a warning (a user's KB), and
 the bundled KB has none (so `validate --strict` stays clean there)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from tests.unit.verify_fixtures import write_kb
 
 def _fkb530(root: Path) -> list:
     kb, findings = load_kb(root)
-    return [f for f in [*findings, *run_checks(kb)] if f.rule == "FKB530"]
+    return [f for f in [*findings, *run_checks(kb)] if f.rule == "FKB532"]
 
 
 def test_the_bundled_kb_judges_every_claim() -> None:

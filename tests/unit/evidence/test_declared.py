@@ -196,6 +196,10 @@ def test_the_example_kb_validates_clean() -> None:
      "FKB526", "fast"),
     ({"hook": "nowhere.hook"}, "FKB521", "nowhere"),
     ({"hook": "os.path"}, "FKB521", "os.path"),
+    # a helper module beside the bundled experiments resolves, but is no experiment (issue 27)
+    ({"hook": "flopkb.verify.experiments._training"}, "FKB521", "no experiment"),
+    ({"hook": "flopkb.verify.experiments.generic"}, "FKB521", "no experiment"),
+    ({"kernels": ["../../"]}, "FKB530", "'..'"),
     ({"sweeps": "typo"}, "FKB122", "sweeps"),
     ({"axes": {f"a{i}": list(range(8)) for i in range(5)}}, "FKB121", "32768 sweep states"),
 ])
