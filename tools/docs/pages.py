@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import agreement, kb, kernels, models, rules, runs, speed, ssd_forward, verdicts
+from . import agreement, decode, kb, kernels, models, rules, runs, speed, ssd_forward, verdicts
 from .markers import regenerate
 from .sources import Sources
 
@@ -21,6 +21,7 @@ BLOCKS: dict[str, Callable[[Sources], str]] = {
     "kernels": kernels.block_kernels,
     "kernel-notes": kernels.block_kernel_notes,
     "ssd-forward": ssd_forward.block_ssd_forward,
+    "decode-kernels": decode.block_decode_kernels,
     # docs/performance.md: how fast the tools run on the CPU
     "cpu-times": speed.block_cpu_times,
     "suite-beside-hog": speed.block_suite_beside_hog,
