@@ -1,0 +1,98 @@
+"""Every serving layer implementation (kernels/layers/impls.py) equals the layer's float32
+reference build at tiny sizes, through the Triton interpreter (SDPA on its math backend): the
+check the serving hook runs on the device before it times an implementation."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from flopkb.kb import KnowledgeBase, load_kb
+from flopkb.kernelpkg import load_op
+from flopkb.paths import bundled_root
+from flopkb.verify.context import Context, PeerUnavailable
+
+build, prefill, decode, impls = (load_op("layers", n) for n in ("_build", "prefill", "decode",
+                                                               "impls"))
+
+
+@pytest.fixture(scope="module")
+def kb() -> KnowledgeBase:
+    return load_kb(bundled_root())[0]
+
+
+def tiny(arch, **sizes: int):
+    from flopkb.model.architecture import SourcedSize
+
+    config = arch.config.model_copy(update={k: SourcedSize(value=v) for k, v in sizes.items()})
+    return arch.model_copy(update={"config": config})
+
+
+# odd sizes; Samba's window 8 under the prompt of 19 and the decode context of 11
+TINY = {
+    "samba-1-7b": dict(d_model=24, attention_heads=4, kv_heads=2, sliding_window=8, mlp_size=20,
+                       ssm_state_size=5, ssm_dt_rank=3),
+    "nemotron-h-8b": dict(d_model=24, attention_heads=4, kv_heads=2, head_dim=8, mlp_size=20,
+                          ssm_heads=4, ssm_head_dim=8, ssm_state_size=5, ssm_groups=2),
+    "kimi-linear-48b-a3b": dict(d_model=24, attention_heads=4, kv_lora_rank=16,
+                                qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=8,
+                                experts=7, experts_per_token=2, shared_experts=1,
+                                expert_mlp_size=8, mlp_size=20),
+}
+CASES = [(aid, phase, kind) for aid in TINY for phase in ("prefill", "decode")
+         for kind in {"samba-1-7b": ("mamba1", "sliding_attention", "mlp"),
+                      "nemotron-h-8b": ("mamba2", "attention", "mlp"),
+                      "kimi-linear-48b-a3b": ("mla", "moe")}[aid]]
+
+
+def _run(ctx, arch, phase: str, kind: str, impl: str) -> torch.Tensor:
+    if phase == "prefill":
+        fn, args = prefill.prefill_layer(ctx, arch, kind, 2, 19, seed=3, impl=impl)
+    else:
+        fn, args = decode.decode_layer(ctx, arch, kind, 3, 11, seed=3, impl=impl)
+    with torch.no_grad():
+        return fn(*args)
+
+
+@pytest.mark.parametrize(("aid", "phase", "kind"), CASES)
+def test_each_implementation_equals_the_layer_reference(kb, aid, phase, kind,
+                                                        monkeypatch) -> None:
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setattr(build, "BACKEND", {"flash": "math", "masked": "math", "math": "math"})
+    arch = tiny(kb.architectures[aid], **TINY[aid])
+    ctx = Context(gpu=False)
+    ref = _run(ctx, arch, phase, kind, "reference")
+    assert ref.dtype == torch.float32 and torch.isfinite(ref).all() and ref.abs().max() > 0
+    ran = []
+    for impl in (impls.DECODE if phase == "decode" else impls.PREFILL)[kind]:
+        try:
+            out = _run(ctx, arch, phase, kind, impl)
+        except PeerUnavailable:
+            continue  # mamba_ssm is absent here: the hook skips it with the reason
+        ran.append(impl)
+        assert out.dtype == torch.bfloat16, impl
+        ctx.check(f"{aid} {phase} {kind} {impl}", out, ref, tol=impls.LAYER_TOLERANCE)
+    assert ran, "no implementation ran"
+
+
+def test_an_implementation_that_differs_from_the_reference_fails_its_check(kb,
+                                                                          monkeypatch) -> None:
+    from flopkb.verify.errors import ExperimentError
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    arch = tiny(kb.architectures["kimi-linear-48b-a3b"], **TINY["kimi-linear-48b-a3b"])
+    ctx = Context(gpu=False)
+    ref = _run(ctx, arch, "decode", "moe", "reference")
+    other = decode.decode_layer(ctx, arch, "moe", 3, 11, seed=4, impl="bundled")  # other weights
+    with torch.no_grad():
+        out = other[0](*other[1])
+    with pytest.raises(ExperimentError, match="disagrees"):
+        ctx.check("moe bundled, other seed", out, ref, tol=impls.LAYER_TOLERANCE)
+
+
+def test_the_table_reads_the_sides_declared_implementations() -> None:
+    assert impls.for_layer("decode", "mla", ("bundled", "torch")) == ("bundled", "torch")
+    assert impls.for_layer("decode", "mla", ("torch",)) == ("torch",)
+    assert impls.for_layer("prefill", "moe", ("bundled",)) == ()
+    with pytest.raises(ValueError, match="layer type"):
+        impls.for_layer("decode", "conv", ("bundled",))
