@@ -370,3 +370,37 @@ def test_the_fastest_correct_implementation_is_composed_and_the_default_beside_i
     j = serving.judge(m, parse_magnitude("3.73x"), m.conditions)
     assert j.verdict == "confirmed"
     assert "implementation-sensitive" in j.reason and "10.5x, refuted" in j.reason
+
+
+def test_time_layer_checks_then_times_and_keeps_every_implementation(kb, monkeypatch) -> None:
+    # the torch MoE loop syncs with the host: its capture is refused, stated, never timed eagerly
+    from types import SimpleNamespace
+
+    from flopkb.verify.context import Ceilings
+    from flopkb.verify.errors import ExperimentError
+    from flopkb.verify.experiments.serving.run import time_layer
+    from flopkb.verify.timing import CaptureRefused
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    arch = tiny(kb.architectures["kimi-mla-48b-a3b-baseline"],
+                **TINY["kimi-mla-48b-a3b-baseline"])
+    ctx = Context(gpu=False, ceilings=Ceilings(1000.0, 4000.0, "test"))
+    ctx.begin(60)
+
+    def fake_time(label, fn, arg_sets, *, decode=False, implementation="", **_):
+        if decode and implementation == "torch":
+            try:
+                raise CaptureRefused("not capturable in a CUDA graph (sync)")
+            except CaptureRefused as exc:
+                raise ExperimentError(f"{label}: {exc}") from exc
+        fn(*arg_sets[0])
+        return SimpleNamespace(median_ms=2.0, p10_ms=1.0, p90_ms=3.0)
+
+    monkeypatch.setattr(ctx, "time", fake_time)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    lt = time_layer(ctx, arch, "moe", "decode", 3, 11, ("bundled", "torch"))
+    assert list(lt.impls) == ["bundled"] and lt.impls["bundled"].value == pytest.approx(2e-3)
+    assert lt.refused["torch"].startswith("not capturable") and not lt.skipped
+    # both implementations were checked against the reference before any timing
+    assert [c["ok"] for c in ctx.checks] == [True, True]
+    assert lt.floor_s is not None and lt.work["bytes"] > lt.work["weights_bytes"] > 0

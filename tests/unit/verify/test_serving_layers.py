@@ -96,3 +96,36 @@ def test_the_table_reads_the_sides_declared_implementations() -> None:
     assert impls.for_layer("prefill", "moe", ("bundled",)) == ()
     with pytest.raises(ValueError, match="layer type"):
         impls.for_layer("decode", "conv", ("bundled",))
+
+
+def _fake_state_update(state, x, dt, A, B, C, D=None, dt_bias=None, dt_softplus=False):
+    """mamba_ssm's selective_state_update semantics in torch (its docstring's shapes): Mamba-1
+    state [B, D, N]; Mamba-2 state [B, H, P, N] with A [H, P, N], dt, D, dt_bias [.., H, P] and
+    B, C per group [B, G, N]."""
+    dt = dt.float() + (dt_bias.float() if dt_bias is not None else 0)
+    dt = torch.nn.functional.softplus(dt) if dt_softplus else dt
+    if state.dim() == 4:
+        rep = state.shape[1] // B.shape[1]
+        B, C = B.repeat_interleave(rep, 1)[:, :, None], C.repeat_interleave(rep, 1)[:, :, None]
+    else:
+        B, C = B[:, None], C[:, None]
+    state.copy_(state * torch.exp(dt[..., None] * A) + dt[..., None] * B.float()
+                * x.float()[..., None])
+    out = (state * C.float()).sum(-1) + (x.float() * D if D is not None else 0)
+    return out.to(x.dtype)
+
+
+@pytest.mark.parametrize(("aid", "kind"), [("samba-1-7b", "mamba1"), ("nemotron-h-8b", "mamba2")])
+def test_the_mamba_ssm_adapter_passes_its_arguments_as_selective_state_update_reads_them(
+        kb, aid, kind, monkeypatch) -> None:
+    # mamba_ssm is absent here: its documented semantics stand in, so what is tested is the
+    # adapter's broadcasting of A, dt, D and the dt bias per head (Mamba-2)
+    from flopkb.verify.peers import mamba_ssm
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setattr(mamba_ssm, "state_update", lambda: (_fake_state_update, "fake"))
+    arch = tiny(kb.architectures[aid], **TINY[aid])
+    ctx = Context(gpu=False)
+    ref = _run(ctx, arch, "decode", kind, "reference")
+    out = _run(ctx, arch, "decode", kind, "mamba_ssm")
+    ctx.check(f"{kind} mamba_ssm adapter", out, ref, tol=impls.LAYER_TOLERANCE)

@@ -173,7 +173,6 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
         times[side] = per
     m = build(s, times, ctx.kb, per_reading)
     m.data["stacked"] = stacked if any(stacked.values()) else None
-    m.data["setup"]["floor_fraction"] = cond.get("floor_fraction")
     ctx.notes.append("composed from per-layer timings, each layer's fastest correct "
                      "implementation (norms, residuals, rotary, embeddings and the output head "
                      "left out of both models); " + ("stacked-model check in `stacked`"
