@@ -129,3 +129,25 @@ def test_the_mamba_ssm_adapter_passes_its_arguments_as_selective_state_update_re
     ref = _run(ctx, arch, "decode", kind, "reference")
     out = _run(ctx, arch, "decode", kind, "mamba_ssm")
     ctx.check(f"{kind} mamba_ssm adapter", out, ref, tol=impls.LAYER_TOLERANCE)
+
+
+def test_bench_script_smoke_checks_and_times_nothing(tmp_path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    out = tmp_path / "smoke.json"
+    env = {**os.environ, "PYTHONPATH": str(root), "TRITON_INTERPRET": "1"}
+    done = subprocess.run([sys.executable, str(root / "bench/serving_layers.py"), "--smoke",
+                           "--rounds", "1", "--claims", "serving-samba-generation", "--out",
+                           str(out)], capture_output=True, text=True, env=env, timeout=600,
+                          check=False)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    rows = json.loads(out.read_text())["layers"]
+    mamba = next(r for r in rows if r["side"] == "model" and r["layer_type"] == "mamba1")
+    assert mamba["checked"] == ["bundled", "torch"] and "mamba_ssm" in mamba["skipped"]
+    assert all(r["ms"] is None and r["samples"] is None for r in rows)  # no figure invented
+    assert "checked" in done.stdout
