@@ -50,15 +50,7 @@ def _attention(m: Maker, ctx: Any, arch: Any, b: int, context: int, window: int 
     cached = min(context, window) if window else context
     x, wqkv, wo = m.randn(b, d), m.weight(d, (h + 2 * g) * e), m.weight(h * e, d)
     kc, vc = m.randn(b, cached, g, e), m.randn(b, cached, g, e)
-    if m.impl == "bundled":
-        split_kv = ctx.load("attention", "split_kv")
-        core = lambda q: split_kv.split_kv_decode(q, kc, vc)  # noqa: E731
-    elif m.reference:
-        ref = ctx.load("attention", "reference")
-        core = lambda q: ref.decode_attention_reference(q, kc, vc)  # noqa: E731
-    else:
-        dec = ctx.load("attention", "step")
-        core = lambda q: dec.decode_attention(q, kc, vc, backend=_build.BACKEND["flash"])  # noqa: E731
+    core = _attention_core(m, ctx, kc, vc)
 
     def run(x: torch.Tensor) -> torch.Tensor:
         q = m.mm(x, wqkv)[:, : h * e].reshape(b, h, e)
@@ -66,6 +58,18 @@ def _attention(m: Maker, ctx: Any, arch: Any, b: int, context: int, window: int 
         return m.mm(o.reshape(b, h * e), wo)
 
     return run, (x,)
+
+
+def _attention_core(m: Maker, ctx: Any, kc: torch.Tensor, vc: torch.Tensor) -> Any:
+    """q [B, Hq, E] -> o [B, Hq, E] over the cache, by implementation m.impl."""
+    if m.impl == "bundled":
+        split_kv = ctx.load("attention", "split_kv").split_kv_decode
+        return lambda q: split_kv(q, kc, vc)
+    if m.reference:
+        ref = ctx.load("attention", "reference").decode_attention_reference
+        return lambda q: ref(q, kc, vc)
+    dec = ctx.load("attention", "step").decode_attention
+    return lambda q: dec(q, kc, vc, backend=_build.BACKEND["flash"])
 
 
 def _ssm_step(m: Maker, ctx: Any, op: str) -> Any:

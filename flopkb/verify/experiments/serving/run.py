@@ -58,10 +58,10 @@ def _free() -> None:
 
 def time_layer(ctx: Context, arch: Any, kind: str, phase: str, batch: int, tokens: int,
                declared: tuple[str, ...]) -> LayerTimes:
-    """Every declared implementation of one layer: checked, then timed. An implementation that
-    cannot run here (a peer absent, a build that fails, out of memory) is `skipped`, a decode
-    step that cannot be captured `refused`, both with the reason; a wrong result or a timing
-    below the floor ends the experiment (ExperimentError)."""
+    """Every declared implementation of one layer: checked (in round 0), then timed. An
+    implementation that cannot run here (a peer absent, a build that fails, out of memory) is
+    `skipped`, a decode step that cannot be captured `refused`, both with the reason; a wrong
+    result or a timing below the floor ends the experiment (ExperimentError)."""
     import torch
 
     table = ctx.load("layers", "impls")
@@ -80,7 +80,9 @@ def time_layer(ctx: Context, arch: Any, kind: str, phase: str, batch: int, token
     with torch.no_grad():
         for name in names:
             try:
-                if kind in table.HAS_REFERENCE:
+                if ctx.round > 0:
+                    pass  # checked in round 0: same code, same seeds, same check shape
+                elif kind in table.HAS_REFERENCE:
                     if reference is None:
                         reference = _run_once(build_layer(ctx, arch, kind, *small,
                                                           impl="reference"))
