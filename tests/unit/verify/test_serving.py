@@ -404,3 +404,14 @@ def test_time_layer_checks_then_times_and_keeps_every_implementation(kb, monkeyp
     # both implementations were checked against the reference before any timing
     assert [c["ok"] for c in ctx.checks] == [True, True]
     assert lt.floor_s is not None and lt.work["bytes"] > lt.work["weights_bytes"] > 0
+
+
+def test_the_stacked_figure_is_stated_beside_the_verdict(kb: KnowledgeBase) -> None:
+    s = serving.setup(dict(hook("serving-samba-prompt").DEFAULTS))
+    per = serving.batches(s, kb)
+    speed = {"mamba1": 0.01, "sliding_attention": 0.01, "mlp": 0.01, "attention": 0.2}
+    m = serving.build(s, fake_times(kb, s, per, speed), kb, per)
+    m.data["stacked"] = {"model": {"kinds": ["mamba1", "mlp"], "stacked_ms": 21.0,
+                                   "composed_ms": 20.0, "ratio": 1.05}, "baseline": None}
+    j = serving.judge(m, parse_magnitude("3.73x"), m.conditions)
+    assert "model stacked mamba1+mlp: 21 ms end to end vs 20 ms composed (1.05x)" in j.reason

@@ -138,7 +138,8 @@ def stacked_figure(ctx: Context, arch: Any, phase: str, batch: int, tokens: int,
         return base(ctx, arch, kind, b, t, seed=seed, impl=chosen[str(getattr(kind, "value",
                                                                               kind))])
 
-    st = stack.time_stacked(ctx, arch, phase, batch, tokens, builder=builder)
+    # one round inside each of verify's rounds (which already repeat the measurement)
+    st = stack.time_stacked(ctx, arch, phase, batch, tokens, builder=builder, rounds=1)
     return {"phase": phase, "batch": batch, "tokens": tokens, "kinds": list(st.kinds),
             "stacked_ms": st.stacked_ms, "composed_ms": st.composed_ms,
             "ratio": st.stacked_ms / st.composed_ms if st.composed_ms else None, "how": st.how}
