@@ -52,6 +52,11 @@ PREFILL: dict[str, tuple[str, ...]] = {
 # a wrong kernel, other weights or a missed mask give errors of order 1.
 LAYER_TOLERANCE = 5e-2
 
+# Implementations that synchronise with the host inside a decode step (so no CUDA graph can hold
+# them): refused before any capture is tried, a capture that syncs can leave the stream unusable.
+HOST_SYNC = {("decode", "moe", "torch"): "the expert loop reads the routing on the host "
+                                         "(torch.unique(...).tolist())"}
+
 # layer types whose reference build exists (KDA's would be fla's own naive code: not wired)
 HAS_REFERENCE = frozenset(DECODE) - {"kda"}
 

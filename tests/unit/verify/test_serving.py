@@ -400,10 +400,17 @@ def test_time_layer_checks_then_times_and_keeps_every_implementation(kb, monkeyp
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
     lt = time_layer(ctx, arch, "moe", "decode", 3, 11, ("bundled", "torch"))
     assert list(lt.impls) == ["bundled"] and lt.impls["bundled"].value == pytest.approx(2e-3)
-    assert lt.refused["torch"].startswith("not capturable") and not lt.skipped
-    # both implementations were checked against the reference before any timing
-    assert [c["ok"] for c in ctx.checks] == [True, True]
+    # declared as host-synchronising: refused before any capture is tried, never checked
+    assert "torch.unique" in lt.refused["torch"] and not lt.skipped
+    assert [c["ok"] for c in ctx.checks] == [True]
     assert lt.floor_s is not None and lt.work["bytes"] > lt.work["weights_bytes"] > 0
+    # a capture that fails in ctx.time is a refusal too, after the check
+    monkeypatch.setattr(load_op("layers", "impls"), "HOST_SYNC", {})
+    ctx.begin(60)
+    lt = time_layer(ctx, arch, "moe", "decode", 3, 11, ("bundled", "torch"))
+    assert lt.refused["torch"] == ("not capturable in a CUDA graph: CaptureRefused: not "
+                                   "capturable in a CUDA graph (sync)")
+    assert [c["ok"] for c in ctx.checks] == [True, True]
 
 
 def test_the_stacked_figure_is_stated_beside_the_verdict(kb: KnowledgeBase) -> None:

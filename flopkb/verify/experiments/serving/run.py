@@ -56,6 +56,22 @@ def _free() -> None:
         torch.cuda.empty_cache()
 
 
+def _check(ctx: Context, table: Any, build_layer: Any, arch: Any, kind: str, name: str,
+           small: tuple[int, int], where: str, reference: Any) -> Any:
+    """Check implementation `name` against the layer's reference build at the small shape
+    (built once per layer, returned for the next implementation); ExperimentError on a
+    mismatch. KDA has no reference build: noted, timed unchecked."""
+    if kind not in table.HAS_REFERENCE:
+        ctx.notes.append(f"{where} [{name}]: no reference build of {kind}; timed unchecked")
+        return reference
+    if reference is None:
+        reference = _run_once(build_layer(ctx, arch, kind, *small, impl="reference"))
+    out = _run_once(build_layer(ctx, arch, kind, *small, impl=name))
+    ctx.check(f"{where} [{name}] vs reference at B={small[0]} L={small[1]}", out, reference,
+              tol=table.LAYER_TOLERANCE)
+    return reference
+
+
 def time_layer(ctx: Context, arch: Any, kind: str, phase: str, batch: int, tokens: int,
                declared: tuple[str, ...]) -> LayerTimes:
     """Every declared implementation of one layer: checked (in round 0), then timed. An
@@ -79,20 +95,15 @@ def time_layer(ctx: Context, arch: Any, kind: str, phase: str, batch: int, token
     refused: dict[str, str] = {}
     with torch.no_grad():
         for name in names:
+            sync = table.HOST_SYNC.get((phase, kind, name))
+            if sync:
+                refused[name] = f"not capturable in a CUDA graph: {sync}"
+                continue
+            built = None
             try:
-                if ctx.round > 0:
-                    pass  # checked in round 0: same code, same seeds, same check shape
-                elif kind in table.HAS_REFERENCE:
-                    if reference is None:
-                        reference = _run_once(build_layer(ctx, arch, kind, *small,
-                                                          impl="reference"))
-                    out = _run_once(build_layer(ctx, arch, kind, *small, impl=name))
-                    ctx.check(f"{where} [{name}] vs reference at B={small[0]} L={small[1]}",
-                              out, reference, tol=table.LAYER_TOLERANCE)
-                    del out
-                else:
-                    ctx.notes.append(f"{where} [{name}]: no reference build of {kind}; "
-                                     "timed unchecked")
+                if ctx.round == 0:  # later rounds run the same code, seeds and check shape
+                    reference = _check(ctx, table, build_layer, arch, kind, name, small, where,
+                                       reference)
                 built = build_layer(ctx, arch, kind, batch, tokens, impl=name)
                 # ctx.time's too-fast refusal gets the bytes no cache can hold across calls
                 # (FLOPs, caches, states, activations): one sublayer's weights, replayed
@@ -102,7 +113,6 @@ def time_layer(ctx: Context, arch: Any, kind: str, phase: str, batch: int, token
                              decode=phase == "decode", batch=batch, steps=tokens,
                              implementation=name)
                 timed[name] = Interval(t.median_ms / 1e3, t.p10_ms / 1e3, t.p90_ms / 1e3)
-                del built
             except PeerUnavailable as exc:
                 skipped[name] = f"not run: {_first_line(exc)}"
             except ExperimentError as exc:
@@ -111,7 +121,9 @@ def time_layer(ctx: Context, arch: Any, kind: str, phase: str, batch: int, token
                 refused[name] = f"not capturable in a CUDA graph: {_first_line(exc.__cause__)}"
             except Exception as exc:  # out of memory, a compile failure: not a verdict
                 skipped[name] = f"failed: {_first_line(exc)}"
-            _free()
+            finally:
+                del built
+                _free()
     if not timed:
         why = "; ".join(f"{n}: {w}" for n, w in {**skipped, **refused}.items())
         if skipped and all(w.startswith("not run") for w in skipped.values()) and not refused:
