@@ -181,6 +181,9 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
                                                       s["decode_context"], declared)
                                         for k in kinds}
         judged = per["decode"].get(per_reading[s["reading"]][side]) or per["prefill"]
+        ctx.describe_impl(side, "fastest correct per layer: " + ", ".join(
+            f"{k} {lt.chosen}" for k, lt in judged.items()) + " (every implementation's time "
+            "in the sweep rows)")
         phase = "prefill" if s["phase"] == "prefill" else "decode"
         stacked[side] = stacked_figure(ctx, arch, phase, per_reading[s["reading"]][side],
                                        s["decode_context"],
