@@ -133,10 +133,14 @@ def eager_ms(fn: Callable[..., Any], sets: list[dict], budget_ms: float) -> floa
 
 
 def measure_copy_gbps() -> float:
-    """Read + write bytes per second of a 1 GiB device-to-device copy (graph replay)."""
+    """Read + write bytes per second of a 1 GiB device-to-device copy, back-to-back eager calls
+    (device-bound at 0.5 ms a call). Not a graph replay: captured, a copy becomes a memcpy node
+    that runs at about 0.64 of the eager copy's bandwidth on an H200 (flopkb's calibration
+    evidence ev-calibration-h200-sxm-20261204t004032z vs t005307z), which would set the floor
+    too low and every fraction too high."""
     src = torch.empty(1 << 29, device="cuda", dtype=torch.bfloat16).normal_()
     dst = torch.empty_like(src)
-    ms = graph_ms(lambda a, b: b.copy_(a), [{"a": src, "b": dst}], 50.0)
+    ms = eager_ms(lambda a, b: b.copy_(a), [{"a": src, "b": dst}], 50.0)
     del src, dst
     torch.cuda.empty_cache()
     return 2 * (1 << 30) / (ms * 1e-3) / 1e9

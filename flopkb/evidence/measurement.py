@@ -18,6 +18,10 @@ from flopkb.grammar.magnitude import Magnitude
 
 # The `pass` condition: forward, backward, or forward+backward (a training step).
 PASSES = ("forward", "backward", "forward+backward")
+# Conditions a row quotes to say how its source measured, not knobs of a run: recorded beside
+# the run as `source_<key>`, never honoured (the run is on the part at hand, with its own code).
+SOURCE_CONDITIONS = ("hardware", "engine", "metric", "precision", "published_batch",
+                     "compared_with")
 ALIASES = {"fwd": "forward", "prefill": "forward", "inference": "forward", "bwd": "backward",
            "training": "forward+backward", "train": "forward+backward",
            "fwd+bwd": "forward+backward", "forward-backward": "forward+backward"}
@@ -69,9 +73,8 @@ def resolve(defaults: dict[str, Any], row: dict[str, Any],
                 notes.append(f"pass={value} not measured: this experiment measures "
                              f"{', '.join(passes)}")
                 cond["pass"] = "forward"
-        elif key == "hardware":
-            # The source's own hardware: recorded beside the run, never "honoured".
-            cond["source_hardware"] = value
+        elif key in SOURCE_CONDITIONS:
+            cond[f"source_{key}"] = value
         elif key in defaults:
             cond[key] = value
         else:

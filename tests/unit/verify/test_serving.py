@@ -68,10 +68,33 @@ def test_claim_conditions_reach_the_setup(kb: KnowledgeBase) -> None:
     cond, notes = resolve(hook("serving-nemotron-h").DEFAULTS,
                           claim_conditions(kb, "nemotron-h", "faster-inference"))
     assert notes == [] and cond["source_hardware"] == "H100"
+    assert cond["source_engine"].startswith("Megatron-LM") and cond["reading"] == "memory_limited"
     assert serving.setup(cond)["decode_context"] == 65536 + 512
     cond, notes = resolve(hook("serving-kimi-decode").DEFAULTS,
                           claim_conditions(kb, "kimi-linear", "decoding-throughput"))
     assert notes == [] and serving.setup(cond)["decode_context"] == 2**20
+    assert cond["reading"] == "memory_limited" and "theoretical" in cond["reading_why"]
+    # the report's batch-1 figure reads the same declaration at equal batch (row conditions)
+    cond, notes = resolve(hook("serving-kimi-decode").DEFAULTS,
+                          claim_conditions(kb, "kimi-linear", "decoding-tpot-batch1"))
+    assert notes == [] and (cond["reading"], cond["batch"]) == ("equal_batch", 1)
+    assert "Figure 7(b)" in cond["reading_why"]
+
+
+def test_nemotron_reads_the_largest_batch_with_an_80_gb_control(kb: KnowledgeBase) -> None:
+    cond, _ = resolve(hook("serving-nemotron-h").DEFAULTS,
+                      claim_conditions(kb, "nemotron-h", "faster-inference"))
+    s = serving.setup(cond)
+    per = serving.batches(s, kb)
+    own, capped = per["memory_limited"], per["memory_limited_80gb"]
+    # the hybrid's small cache buys it the larger batch, and less memory buys both less
+    assert own["model"] > own["baseline"] and capped["model"] > capped["baseline"]
+    assert capped["model"] < own["model"] and capped["baseline"] < own["baseline"]
+    speed = {"mamba2": 0.01, "attention": 0.02, "mlp": 0.01}
+    m = serving.build(s, fake_times(kb, s, per, speed), kb, per)
+    j = serving.judge(m, parse_magnitude("up to 3x"), m.conditions)
+    assert j.what.startswith("memory_limited reading") and "memory_limited_80gb" in j.what
+    assert "judged: the paper's rule" in j.what
 
 
 def test_prefill_claim_confirmed_and_refuted_by_the_composed_ratio(kb: KnowledgeBase) -> None:
@@ -239,7 +262,9 @@ def test_measure_runs_end_to_end_on_the_cpu_with_a_stand_in_timer(kb, monkeypatc
 
     monkeypatch.setattr(ctx, "time", fake_time)
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
-    cond = {**hook("serving-nemotron-h").DEFAULTS, "input_tokens": 19, "output_tokens": 6}
+    # at equal batch: the stand-in KB has no accelerator records to size a memory-limited batch
+    cond = {**hook("serving-nemotron-h").DEFAULTS, "input_tokens": 19, "output_tokens": 6,
+            "reading": "equal_batch", "control_memory_gb": None}
     m = serving.measure(ctx, cond)
     # every declared implementation of each layer type, prefill and decode: Nemotron-H's
     # attention (bundled, sdpa), Mamba-2 (prefill bundled; decode bundled and torch, mamba_ssm

@@ -16,8 +16,11 @@ A generation of n tokens is timed at its mean context (`prompt + n/2`): per-step
 the context (attention reads L keys; everything else is constant), so n steps at the mean context
 take the sum of the n steps' times. Readings: `equal_batch` (both at `batch`) and, where
 `memory_limited` is asked for, each model at the largest batch its KV cache and state allow on
-`accelerator` (`flopkb.architecture.cost`, at most `max_batch`). The verdict reads `reading`; the
-other reading is reported beside it. The rules the verdict is read by: `judging`.
+`accelerator` (`flopkb.architecture.cost`, at most `max_batch`), and where the declaration names
+`control_memory_gb`, the same rule on that much memory (`memory_limited_80gb`: an H100's 80 GB for a
+claim published there). The verdict reads `reading`; the others are reported beside it, and the
+declaration's `reading_why` (which reading of the source's conditions is judged, and why) is
+stated in the verdict. The rules the verdict is read by: `judging`.
 
 Modules: `compose` (conditions, readings, the measurement from per-layer times: pure), `run`
 (the device side), `judging` (the verdict), `checks` (the CPU check).

@@ -20,6 +20,7 @@ SIDES = (("model", "model"), ("baseline", "baseline_architecture"))
 # what every serving declaration shares; its `point` names the rest (flopkb.verify.runner)
 DEFAULTS: dict[str, Any] = {
     "batch": 1, "reading": "equal_batch", "accelerator": "h200-sxm", "max_batch": 64,
+    "control_memory_gb": None, "reading_why": "",
 }
 
 
@@ -59,7 +60,7 @@ def setup(cond: dict[str, Any]) -> dict[str, Any]:
     if "input_tokens" in s:  # the end-to-end claims' name for the prompt length
         s["prompt_length"] = s["input_tokens"]
     for key in ("prompt_length", "batch", "output_tokens", "generated_tokens", "max_batch",
-                "context_length"):
+                "context_length", "control_memory_gb"):
         if s.get(key) is not None:
             s[key] = size_of(s[key])
     if s["phase"] not in ("prefill", "decode", "end_to_end"):
@@ -80,15 +81,22 @@ def setup(cond: dict[str, Any]) -> dict[str, Any]:
 
 
 def batches(s: dict[str, Any], kb: Any) -> dict[str, dict[str, int]]:
-    """reading -> side -> batch."""
+    """reading -> side -> batch. `memory_limited`: each model's largest batch on `accelerator`;
+    with `control_memory_gb`, the same rule on that much memory (`memory_limited_<N>gb`)."""
     out = {"equal_batch": {"model": s["batch"], "baseline": s["batch"]}}
     if s["reading"] == "memory_limited" or s.get("also_memory_limited"):
         hw = hardware_values(HardwareModel(kb), s["accelerator"], "bf16")
-        out["memory_limited"] = {
-            side: memory_limited_batch(kb.architectures[s[key]], s["decode_context"],
+        out["memory_limited"] = _largest_batches(s, kb, hw)
+        if s.get("control_memory_gb"):
+            capped = {**hw, "memory_capacity": float(s["control_memory_gb"])}
+            out[f"memory_limited_{s['control_memory_gb']:g}gb"] = _largest_batches(s, kb, capped)
+    return out
+
+
+def _largest_batches(s: dict[str, Any], kb: Any, hw: Any) -> dict[str, int]:
+    return {side: memory_limited_batch(kb.architectures[s[key]], s["decode_context"],
                                        s["accelerator"], hw, s["max_batch"])
             for side, key in SIDES}
-    return out
 
 
 def _pick(table: dict[str, Any], how: str) -> dict[str, Interval] | None:

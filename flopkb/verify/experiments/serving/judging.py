@@ -80,6 +80,8 @@ def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
                        for n, o in readings.items() if n != name)
     what = f"{name} reading, model / baseline {r['what']}" + (f" [also {others}]" if others
                                                                else "")
+    if cond.get("reading_why"):
+        what += f"; judged: {cond['reading_why']}"
     j = judge_ratio(ratio, mag, what=what, qualitative=QUALITATIVE)
     notes: list[str] = []
     if roof is not None:
