@@ -97,9 +97,10 @@ def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
                      "which a whole model would not get): " + ", ".join(cached))
     for side, st in (m.data.get("stacked") or {}).items():
         if st and st.get("ratio") is not None:
+            off = ", outside the 10% it is checked to" if abs(st["ratio"] - 1) > 0.1 else ""
             notes.append(f"{side} stacked {'+'.join(st['kinds'])}: {st['stacked_ms']:.4g} ms "
                          f"end to end vs {st['composed_ms']:.4g} ms composed "
-                         f"({st['ratio']:.3g}x)")
+                         f"({st['ratio']:.3g}x{off})")
     default = (m.data.get("default_readings") or {}).get(name)
     if default is not None and j.verdict in ("confirmed", "refuted"):
         d = judge_ratio(interval_of(default), mag, what=what, qualitative=QUALITATIVE)
