@@ -127,6 +127,23 @@ def median_s(fn: Callable[[], Any], repeat: int) -> tuple[float, float, Any]:
     return statistics.median(walls), statistics.median(cpus), out
 
 
+def device_or_wall_ms(fn: Callable[[], Any], on_gpu: bool, reps: int, budget_ms: float
+                      ) -> dict[str, Any]:
+    """One call of `fn` timed: on the GPU by the device clock (flopkb.verify.timing, `budget_ms`
+    of samples), on the CPU (a smoke run) by wall time over `reps` calls after one warm call."""
+    from flopkb.verify.timing import summarize, time_cuda
+
+    if on_gpu:
+        return time_cuda(lambda: fn(), [()], warmup=3, reps=reps, budget_ms=budget_ms).as_dict()
+    fn()
+    samples = []
+    for _ in range(max(1, reps)):
+        t0 = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - t0) * 1e3)
+    return summarize(samples, method="cpu-wall").as_dict()
+
+
 def measure_ceilings(quick: bool = True) -> dict[str, Any]:
     """The bf16 cuBLAS matmul rate (8192^3, random data) and the device copy bandwidth (bytes
     read + written, 1 GiB buffers, far past L2), medians of CUDA-event timings: the ceilings a

@@ -42,6 +42,7 @@ from bench.common import (
     REQUIRED,
     comma_list,
     device_of,
+    device_or_wall_ms,
     header,
     measure_ceilings,
     parser,
@@ -54,6 +55,8 @@ GRAD_NAMES = ("x", "dt", "A", "B", "C", "D")
 # ||g - ref|| / ||ref|| bound for bf16 inputs (the CPU tests' bf16 gradient bound); --bound
 # overrides it for a run, and the JSON records the bound each check used.
 BF16_BOUND = 3e-2
+# device time sampled per timed call on the GPU (bench/common.py's device_or_wall_ms)
+BUDGET_MS = 300
 FULL = {"tokens": 32 * 1024, "heads": 32, "headdim": 64, "groups": 1,
         "dstates": (64, 128), "steps": (2048, 4096, 16384)}
 # Smoke (CPU interpreter): one tiny shape, fp32 so the interpreter's dots are exact.
@@ -228,20 +231,6 @@ def pass_callables(impl: Impl, leaves: list[Any], dy: Any,
     return {"fwd": fwd, "bwd": bwd, "fwd_bwd": fwd_bwd}
 
 
-def time_pass(fn: Callable[[], Any], on_gpu: bool, reps: int) -> dict[str, Any]:
-    from flopkb.verify.timing import summarize, time_cuda
-
-    if on_gpu:
-        return time_cuda(lambda: fn(), [()], warmup=3, reps=reps, budget_ms=300).as_dict()
-    samples = []
-    fn()
-    for _ in range(max(1, reps)):
-        t0 = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - t0) * 1e3)
-    return summarize(samples, method="cpu-wall").as_dict()
-
-
 def bench_shape(shape: dict[str, Any], impls: list[Impl], not_run: list[dict[str, Any]],
                 args_rounds: int, reps: int, device: str, dtype: Any, cost: Any,
                 reference: Any, ceil: dict[str, Any] | None = None,
@@ -289,7 +278,8 @@ def bench_shape(shape: dict[str, Any], impls: list[Impl], not_run: list[dict[str
                 continue
             for ps in calls:
                 try:
-                    row["timing"][ps]["rounds"].append(time_pass(calls[ps], on_gpu, reps))
+                    timing = device_or_wall_ms(calls[ps], on_gpu, reps, BUDGET_MS)
+                    row["timing"][ps]["rounds"].append(timing)
                 except Exception as exc:
                     row["not_run"] = f"round {rnd} {ps}: {type(exc).__name__}: {exc}"
                     log(f"  {impl.name}: failed while timing: {row['not_run'][:300]}")

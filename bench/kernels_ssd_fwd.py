@@ -38,6 +38,7 @@ from bench.common import (
     REQUIRED,
     comma_list,
     device_of,
+    device_or_wall_ms,
     header,
     measure_ceilings,
     parser,
@@ -47,6 +48,8 @@ from bench.common import (
 )
 
 BF16_BOUND = 3e-2
+# device time sampled per timed call on the GPU (bench/common.py's device_or_wall_ms)
+BUDGET_MS = 200
 FULL = {"tokens": 32 * 1024, "heads": 32, "headdim": 64, "groups": 1,
         "dstates": (64, 128), "steps": (2048, 4096, 16384)}
 SMOKE = {"tokens": 64, "heads": 2, "headdim": 16, "groups": 1, "dstates": (16,), "steps": (64,)}
@@ -167,20 +170,6 @@ def mamba_impl() -> tuple[Impl | None, str | None]:
                 {"version": version, "api": "mamba_chunk_scan_combined", "chunk_size": 256}), None
 
 
-def time_call(fn: Callable[[], Any], on_gpu: bool, reps: int) -> dict[str, Any]:
-    from flopkb.verify.timing import summarize, time_cuda
-
-    if on_gpu:
-        return time_cuda(lambda: fn(), [()], warmup=3, reps=reps, budget_ms=200).as_dict()
-    fn()
-    samples = []
-    for _ in range(max(1, reps)):
-        t0 = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - t0) * 1e3)
-    return summarize(samples, method="cpu-wall").as_dict()
-
-
 def kernel_times(fn: Callable[[], Any], calls: int) -> dict[str, float]:
     """GPU kernel name -> mean microseconds per call of `fn`, from torch.profiler."""
     import torch
@@ -246,7 +235,8 @@ def bench_shape(shape: dict[str, Any], impls: list[Impl], rounds: int, reps: int
                 fn = impl.make(args, dv == "d", ps == "train")
                 ctx = torch.enable_grad() if ps == "train" else torch.no_grad()
                 with ctx:
-                    samples[impl.name][f"{ps}_{dv}"].append(time_call(fn, on_gpu, reps))
+                    timing = device_or_wall_ms(fn, on_gpu, reps, BUDGET_MS)
+                    samples[impl.name][f"{ps}_{dv}"].append(timing)
             if impl.kind == "bundled":
                 chunk = impl.info["chunk_size"]
                 run = chunked.ssd_chunked_stages(
@@ -256,7 +246,7 @@ def bench_shape(shape: dict[str, Any], impls: list[Impl], rounds: int, reps: int
                 per = stage_samples.setdefault(impl.name, {})
                 for stage, launch in run.stages.items():
                     per.setdefault(stage, []).append(
-                        time_call(launch, on_gpu, reps)["median_ms"])
+                        device_or_wall_ms(launch, on_gpu, reps, BUDGET_MS)["median_ms"])
     for impl in timed:
         row = rows[impl.name]
         row["timing"] = {k: {"rounds": v, "median_ms": statistics.median(

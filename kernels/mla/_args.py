@@ -1,5 +1,6 @@
-"""Argument checks of the MLA decode wrappers: a wrong shape, dtype, device or layout fails with
-`ValueError("expected ..., got ...")` before a launch, never as an out-of-bounds read."""
+"""Argument checks of the MLA decode wrappers and of the MoE decode wrapper (kernels/moe/forward.py
+imports them): a wrong shape, dtype, device or layout fails with `ValueError("expected ...,
+got ...")` before a launch, never as an out-of-bounds read."""
 
 from __future__ import annotations
 

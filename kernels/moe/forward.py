@@ -19,7 +19,9 @@ from typing import NamedTuple
 import torch
 import triton
 
-from ._args import FLOAT_DTYPES, INDEX_DTYPES, check, interpreting, kernel_device, sm_count
+# the MLA decode wrappers' argument checks, the same for this decode kernel; a declaration that
+# times this op lists mla/_args.py too (tests/unit/evidence/test_kernel_coverage.py checks)
+from ..mla._args import FLOAT_DTYPES, INDEX_DTYPES, check, interpreting, kernel_device, sm_count
 from ._kernels import (
     _moe_combine_kernel,
     _moe_down_kernel,

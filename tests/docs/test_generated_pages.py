@@ -83,6 +83,12 @@ def test_readme_holds_no_results() -> None:
     assert not re.search(r"^\| (SSD chunked|Triton bf16 GEMM|INT8 GEMM)", text, re.MULTILINE)
 
 
+def test_readme_is_a_short_users_page() -> None:
+    # what flopkb is, install, an example, the commands, links: the rest lives under docs/
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 250
+
+
 def test_the_figure_pattern_finds_figures() -> None:
     # the test above is only as good as its pattern
     for figure in ("1.38x", "0.49 s", "4266 GB/s", "37.8%", "733 TFLOP/s", "2.1 GiB"):

@@ -1,7 +1,7 @@
 """Figures about the bundled KB itself (docs/kb.md's counts, docs/graph.md's `status` example),
-read from `records/`, so that adding a record cannot leave a stale count behind. Figures quoted
-inside a sentence (`dated_records`, `accepted_versions`) are checked by
-tests/docs/test_docs_counts.py instead."""
+read from `records/`, so that adding a record cannot leave a stale count behind; the figures
+docs/validate.md quotes inside its sentences (`block_dated_records`, `block_schema_versions`) are
+inline blocks of the same kind."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ def _has_date(value: Any) -> bool:
 
 def dated_records(root: Path = ROOT) -> str:
     """"N of the M bundled records": those a YAML 1.1 loader turns a date of into a
-    `datetime.date` (docs/validate.md quotes it inline; a test checks the figure)."""
+    `datetime.date`."""
     paths = sorted((root / "records").rglob("*.yaml"))
     dated = sum(
         1 for p in paths if _has_date(yaml.load(p.read_text(encoding="utf-8"), yaml.SafeLoader))
@@ -95,8 +95,18 @@ def dated_records(root: Path = ROOT) -> str:
 
 
 def accepted_versions() -> str:
-    """The accepted schema versions as docs list them inline: "1, 2 and 3" (a test checks)."""
+    """The accepted schema versions as docs list them inline: "1, 2 and 3"."""
     versions = [str(v) for v in sorted(ACCEPTED_SCHEMA_VERSIONS)]
     if len(versions) == 1:
         return versions[0]
     return ", ".join(versions[:-1]) + f" and {versions[-1]}"
+
+
+def block_dated_records(src: Sources) -> str:
+    """docs/validate.md's "(N of the M bundled records)" that PyYAML's SafeLoader gives dates."""
+    return dated_records(src.root)
+
+
+def block_schema_versions(src: Sources) -> str:
+    """docs/validate.md's "(1, 2, 3 and 4)": the versions the validator accepts."""
+    return accepted_versions()

@@ -36,11 +36,14 @@ BLOCKS: dict[str, Callable[[Sources], str]] = {
     "plan-time": speed.block_plan_time,
     "kb-counts": kb.block_kb_counts,
     "graph-status": kb.block_graph_status,
+    # docs/validate.md: figures quoted inside its sentences (inline blocks)
+    "dated-records": kb.block_dated_records,
+    "schema-versions": kb.block_schema_versions,
 }
 
 # Pages with generated blocks between hand-written text.
 MARKED = ("docs/results.md", "docs/kernels.md", "docs/performance.md", "docs/models.md",
-          "docs/verify.md", "docs/kb.md", "docs/graph.md")
+          "docs/verify.md", "docs/kb.md", "docs/graph.md", "docs/validate.md")
 # Pages the generator writes whole.
 WHOLE: dict[str, Callable[[], str]] = {rules.PATH: rules.page}
 

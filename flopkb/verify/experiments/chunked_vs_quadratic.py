@@ -13,8 +13,9 @@ from flopkb.evidence.stats import Interval, ratio_interval
 if TYPE_CHECKING:
     from flopkb.verify.context import Context
 
-DEFAULTS: dict[str, Any] = {"state_dim": 64, "head_dim": 64, "heads": 32, "tokens": 32768,
-                            "chunk_size": 64, "pass": "forward"}
+# The conditions it runs under where a claim row sets none: the declaration's `point`
+# (experiments/chunked-vs-quadratic.yaml), which completes this.
+DEFAULTS: dict[str, Any] = {}
 FULL = (64, 128, 256, 512, 1024, 2048, 4096)
 QUICK = (64, 256, 1024, 4096)
 

@@ -19,8 +19,9 @@ from flopkb.verify.experiments import _training
 if TYPE_CHECKING:
     from flopkb.verify.context import Context
 
-DEFAULTS: dict[str, Any] = {"state_dim": 64, "head_dim": 64, "heads": 32, "tokens": 32768,
-                            "chunk_size": 64, "pass": "forward"}
+# The conditions it runs under where a claim row sets none: the declaration's `point`
+# (experiments/ssd-vs-attention.yaml), which completes this.
+DEFAULTS: dict[str, Any] = {}
 # FlashAttention-2; tests driving this path on the CPU set "math".
 BACKEND = "flash"
 FULL = (512, 1024, 2048, 4096, 8192, 16384)
