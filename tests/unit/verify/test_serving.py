@@ -447,3 +447,31 @@ def test_the_stacked_figure_is_stated_beside_the_verdict(kb: KnowledgeBase) -> N
                                    "composed_ms": 20.0, "ratio": 1.05}, "baseline": None}
     j = serving.judge(m, parse_magnitude("3.73x"), m.conditions)
     assert "model stacked mamba1+mlp: 21 ms end to end vs 20 ms composed (1.05x)" in j.reason
+
+
+def test_the_stacked_call_site_runs_the_stack_with_the_chosen_implementations(
+        kb, monkeypatch) -> None:
+    # RUN_STACKED is off by default; on, the stack is built from each layer's chosen
+    # implementation and timed through ctx.time (a stand-in here)
+    from types import SimpleNamespace
+
+    from flopkb.verify.experiments.serving import run
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setattr(build, "BACKEND", {"flash": "math", "masked": "math", "math": "math"})
+    arch = tiny(kb.architectures["nemotron-h-8b"], **TINY["nemotron-h-8b"])
+    ctx = Context(gpu=False)
+    assert run.stacked_figure(ctx, arch, "decode", 2, 7, {}) is None
+    monkeypatch.setattr(run, "RUN_STACKED", True)
+    labels: list[str] = []
+
+    def fake_time(label, fn, arg_sets, **_):
+        fn(*arg_sets[0])
+        labels.append(label)
+        return SimpleNamespace(median_ms=1.0, p10_ms=1.0, p90_ms=1.0)
+
+    monkeypatch.setattr(ctx, "time", fake_time)
+    chosen = {"mamba2": "torch", "attention": "sdpa", "mlp": "cublas"}
+    st = run.stacked_figure(ctx, arch, "decode", 2, 7, chosen)
+    assert st is not None and st["kinds"] and set(st["kinds"]) <= set(chosen)
+    assert st["stacked_ms"] == 1.0 and st["ratio"] == pytest.approx(1.0 / st["composed_ms"])

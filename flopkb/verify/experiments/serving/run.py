@@ -153,7 +153,7 @@ def stacked_figure(ctx: Context, arch: Any, phase: str, batch: int, tokens: int,
     # one round inside each of verify's rounds (which already repeat the measurement)
     st = stack.time_stacked(ctx, arch, phase, batch, tokens, builder=builder, rounds=1)
     return {"phase": phase, "batch": batch, "tokens": tokens, "kinds": list(st.kinds),
-            "stacked_ms": st.stacked_ms, "composed_ms": st.composed_ms,
+            "stacked_ms": st.stacked_ms, "composed_ms": st.composed_ms, "glue_ms": st.glue_ms,
             "ratio": st.stacked_ms / st.composed_ms if st.composed_ms else None, "how": st.how}
 
 
