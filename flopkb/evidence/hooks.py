@@ -48,7 +48,10 @@ def experiment_module(info: ExperimentInfo, kb_root: Path | None, *, kb_code: bo
     else:
         loaded = load_module(module, kernels_root(kb_root, module.split(".")[0]))
     hook = getattr(loaded, attr) if attr else loaded
-    point = info.declaration.point if info.declaration is not None else {}
+    point = dict(info.declaration.point) if info.declaration is not None else {}
+    if info.declaration is not None and info.declaration.floor_fraction is not None:
+        # a judging rule's threshold, read by `judge` from the conditions it is given
+        point["floor_fraction"] = info.declaration.floor_fraction
     if point or (info.declaration is not None and _wants_declaration(hook)):
         return WithPoint(hook, point, info.declaration)
     return hook

@@ -168,6 +168,13 @@ class Experiment(Strict):
         description="raise it when the way a verdict is read changes (reading point, criterion, "
         "tolerance): evidence judged under another revision is stale, not re-derived",
     )
+    # the serving hook's floor rule: a layer timed below this fraction of its floor does not
+    # judge the claim while an implementation of it that might be faster was not run
+    floor_fraction: float | None = Field(
+        default=None, gt=0, le=1,
+        description="a layer below this fraction of its roofline floor does not judge the "
+        "claim while a declared implementation of it was not run (serving experiments)",
+    )
     # `verify --gpu` runs the `kernels` suite unless `--suite` names others: the model-level
     # serving experiments (`models`) take minutes each and would push the default run past 10
     suite: Identifier = Field(

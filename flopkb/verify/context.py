@@ -91,6 +91,9 @@ class Context:
     # side -> implementation name for the combination being measured (impls.py); a side an
     # experiment asks for that is not set runs its bundled kernel
     impls: dict[str, str] = field(default_factory=dict)
+    # side -> every implementation the declaration lists for it (default first): the serving
+    # hook times all of them per layer and composes the fastest correct one
+    sides: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # side -> exact description of what ran (library, version, entry point), for the evidence
     described: dict[str, str] = field(default_factory=dict)
     # accelerator specs of the KB (accelerator id -> {quantity: value}) for experiments that

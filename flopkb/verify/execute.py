@@ -122,6 +122,7 @@ def _measure(s: Session, ctx: Context, info: ExperimentInfo, mod: Any, cond: dic
     # combinations past the first get twice the limit for that
     ctx.begin(info.time_limit_s * (1 if primary else 2))
     ctx.impls, quick = dict(combo), ctx.quick
+    ctx.sides = {side.name: side.impls for side in info.sides}
     ctx.quick = s.quick or not primary
     ctx.round = round_index
     entry: dict[str, Any] = {"m": None, "error": None, "unavailable": None, "combo": dict(combo)}
@@ -184,6 +185,10 @@ def _read(s: Session, ctx: Context, job: Job, mod: Any, t: Target,
     info = job.info
     cond, notes = resolve(mod.DEFAULTS, t.row.conditions, getattr(mod, "PASSES", ("forward",)))
     combos = impls.combinations(info.sides, s.impl)
+    if getattr(mod, "TIMES_EVERY_IMPLEMENTATION", False):
+        # the hook times every declared implementation itself (per layer, the serving
+        # experiments): one measurement, not one per combination
+        combos = combos[:1]
 
     def key(combo: impls.Combination, r: int) -> str:
         return json.dumps([cond, combo, r], sort_keys=True, default=str)

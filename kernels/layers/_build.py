@@ -1,6 +1,12 @@
 """What every serving sublayer builder shares: the architecture's config read, random weights and
-inputs from one seeded generator, projections on the bundled Triton GEMM, SDPA backends, the
-short causal convolution, and the layer types' size tuples.
+inputs from one seeded generator, the projections of each implementation (`Maker.mm`), SDPA
+backends, the short causal convolution, and the layer types' size tuples.
+
+Implementations (`impl`, `impls.py` lists which each layer type has): "bundled" runs the KB's
+kernels with its projections on the bundled Triton GEMM; every other one ("sdpa", "torch",
+"cublas", the peers) runs its projections through cuBLAS (torch.matmul), as a torch model would;
+"reference" draws the same values (bf16-rounded) as float32 and computes everything in float32
+with the ops' references: the ground truth each implementation is checked against.
 
 `arch` is an architecture record (flopkb.model.ArchitectureRecord: `id`, `config.<key>.value`);
 `kind` a layer type (flopkb.model.LayerType, a str enum) or its value. This package imports
@@ -20,7 +26,7 @@ Built = tuple[Callable[..., Any], tuple]
 DT = torch.bfloat16
 # SDPA backends: flash where it takes the shapes, memory-efficient where a mask or a head dim
 # over 256 rules flash out. Tests driving these layers on the CPU set both to "math".
-BACKEND = {"flash": "flash", "masked": "efficient"}
+BACKEND = {"flash": "flash", "masked": "efficient", "math": "math"}
 
 
 def kind_of(kind: Any) -> str:
@@ -45,22 +51,34 @@ def cfg(arch: Any, key: str, default: int | None = None) -> int:
 
 
 class Maker:
-    """Random tensors on the context's device from one seeded generator, and the projections."""
+    """Random tensors on the context's device from one seeded generator, and the projections of
+    implementation `impl`. Every implementation draws the same values in the same order, so two
+    builds of one layer from one seed hold the same weights and inputs."""
 
-    def __init__(self, ctx: Any, seed: int) -> None:
+    def __init__(self, ctx: Any, seed: int, impl: str = "bundled") -> None:
         self.device = ctx.device
+        self.impl = impl
+        self.reference = impl == "reference"
+        # the dtype activations and weights are held in: float32 for the reference
+        self.dt = torch.float32 if self.reference else DT
         self.g = torch.Generator(device=self.device).manual_seed(ctx.seed(seed))
-        self.gemm = ctx.load("gemm", "triton_gemm")
+        self.gemm = ctx.load("gemm", "triton_gemm") if impl == "bundled" else None
 
     def randn(self, *shape: int, dtype: torch.dtype = DT, scale: float = 1.0) -> torch.Tensor:
-        t = torch.randn(*shape, generator=self.g, device=self.device, dtype=torch.float32)
-        return (t * scale).to(dtype)
+        t = (torch.randn(*shape, generator=self.g, device=self.device, dtype=torch.float32)
+             * scale).to(dtype)
+        # the reference keeps bf16 draws' values exactly, in float32
+        return t.float() if self.reference and dtype == DT else t
 
     def weight(self, k: int, n: int) -> torch.Tensor:
         return self.randn(k, n, scale=1.0 / math.sqrt(k))
 
     def mm(self, a: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        return self.gemm.matmul(a.reshape(-1, a.shape[-1]).contiguous(), w)
+        """a [..., K] @ w [K, N] -> [rows, N]: the bundled Triton GEMM or cuBLAS."""
+        a2 = a.reshape(-1, a.shape[-1])
+        if self.gemm is None:
+            return a2 @ w
+        return self.gemm.matmul(a2.contiguous(), w)
 
 
 def conv_prefill(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:

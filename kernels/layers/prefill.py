@@ -1,11 +1,15 @@
 """One sublayer of each type over `batch` prompts of `length` tokens, for the serving
-experiments: `prefill_layer(ctx, arch, kind, batch, length)` returns (fn, args), and `fn(*args)`
-runs the sublayer once on random bf16 weights and inputs. What runs:
+experiments: `prefill_layer(ctx, arch, kind, batch, length, impl=)` returns (fn, args), and
+`fn(*args)` runs the sublayer once on random bf16 weights and inputs. What runs (`impls.PREFILL`
+lists each type's implementations; "reference" is the float32 ground truth):
 
-- projections: the bundled Triton GEMM (`gemm.triton_gemm.matmul`, bf16, fp32 accumulation);
-- attention: torch SDPA, flash backend, causal, GQA (`enable_gqa`); sliding window: queries in
-  blocks of W against their block and the previous one with a band mask
-  (`attention.window_sdpa`, SDPA's memory-efficient backend: flash takes no mask);
+- projections: "bundled" the bundled Triton GEMM (`gemm.triton_gemm.matmul`, bf16, fp32
+  accumulation), every other implementation cuBLAS;
+- attention / sliding window: "bundled" `attention.window.window_attention` (FlashAttention-2
+  schedule skipping the blocks the window masks, GQA read in place); "sdpa" torch SDPA, flash,
+  causal, GQA (`enable_gqa`), and for the window queries in blocks of W against their block and
+  the previous one with a band mask (`attention.window_sdpa`, SDPA's memory-efficient backend:
+  flash takes no mask);
 - Mamba-1: the bundled `selective_scan`; Mamba-2: the bundled `ssd_chunked` (chunk 256); their
   short causal convolution is torch's depthwise `conv1d`;
 - MLA: K and V decompressed, torch SDPA flash, V padded to the QK head dim;
@@ -42,11 +46,17 @@ def _attention(m: Maker, ctx: Any, arch: Any, b: int, length: int, window: int |
     d, h, g, e = attention_sizes(arch)
     win = ctx.load("attention", "window_sdpa")
     x, wqkv, wo = m.randn(b, length, d), m.weight(d, (h + 2 * g) * e), m.weight(h * e, d)
+    bundled = ctx.load("attention", "window").window_attention if m.impl == "bundled" else None
+    ref = ctx.load("attention", "reference").window_attention_reference if m.reference else None
 
     def run(x: torch.Tensor) -> torch.Tensor:
         qkv = m.mm(x, wqkv).view(b, length, h + 2 * g, e)
         q, k, v = qkv.split([h, g, g], dim=2)
-        if window is not None and length > window:
+        if bundled is not None:
+            o = bundled(q, k, v, window=window)
+        elif ref is not None:
+            o = ref(q, k, v, window=window)
+        elif window is not None and length > window:
             o = win.windowed_attention(q, k, v, window, backend=_build.BACKEND["masked"])
         else:
             from torch.nn.attention import sdpa_kernel
@@ -62,7 +72,8 @@ def _attention(m: Maker, ctx: Any, arch: Any, b: int, length: int, window: int |
 
 def _mamba1(m: Maker, ctx: Any, arch: Any, b: int, length: int) -> Built:
     d, d_in, n, k, r = mamba1_sizes(arch)
-    scan = ctx.load("selective_scan", "forward")
+    scan = (ctx.load("selective_scan", "reference").selective_scan_reference if m.reference
+            else ctx.load("selective_scan", "forward").selective_scan)
     x = m.randn(b, length, d)
     w_in, w_x, w_dt, w_out = (m.weight(d, 2 * d_in), m.weight(d_in, r + 2 * n),
                               m.weight(r, d_in), m.weight(d_in, d))
@@ -77,8 +88,8 @@ def _mamba1(m: Maker, ctx: Any, arch: Any, b: int, length: int) -> Built:
         dt = m.mm(dbc[..., :r], w_dt).view(b, length, d_in).transpose(1, 2).contiguous()
         bm = dbc[..., r : r + n].transpose(1, 2).contiguous()
         cm = dbc[..., r + n :].transpose(1, 2).contiguous()
-        y = scan.selective_scan(u.contiguous(), dt, A, bm, cm, D, bias, True)
-        y = y.transpose(1, 2) * F.silu(xz[:, :, 1])
+        y = scan(u.contiguous(), dt, A, bm, cm, D, bias, True)
+        y = y.to(m.dt).transpose(1, 2) * F.silu(xz[:, :, 1])
         return m.mm(y, w_out)
 
     return run, (x,)
@@ -88,6 +99,7 @@ def _mamba2(m: Maker, ctx: Any, arch: Any, b: int, length: int) -> Built:
     d, h, p, n, g, k = mamba2_sizes(arch)
     d_in, conv_ch = h * p, h * p + 2 * g * n
     ssd = ctx.load("ssd", "chunked")
+    ref = ctx.load("ssd", "reference").ssd_reference if m.reference else None
     x = m.randn(b, length, d)
     w_in, w_out = m.weight(d, d_in + conv_ch + h), m.weight(d_in, d)
     conv = m.randn(conv_ch, 1, k, scale=0.5)
@@ -100,15 +112,16 @@ def _mamba2(m: Maker, ctx: Any, arch: Any, b: int, length: int) -> Built:
         xbc = conv_prefill(xbc.transpose(1, 2), conv).transpose(1, 2)
         xs, bm, cm = xbc.split([d_in, g * n, g * n], dim=-1)
         dt = F.softplus(dt.float() + bias)
-        y = ssd.ssd_chunked(xs.contiguous().view(b, length, h, p), dt.contiguous(), A,
-                            bm.contiguous().view(b, length, g, n),
-                            cm.contiguous().view(b, length, g, n), D, 256)
-        return m.mm(y.view(b, length, d_in) * F.silu(z), w_out)
+        args = (xs.contiguous().view(b, length, h, p), dt.contiguous(), A,
+                bm.contiguous().view(b, length, g, n), cm.contiguous().view(b, length, g, n), D)
+        y = ref(*args) if ref is not None else ssd.ssd_chunked(*args, 256)
+        return m.mm(y.reshape(b, length, d_in).to(m.dt) * F.silu(z), w_out)
 
     return run, (x,)
 
 
 def _mla(m: Maker, arch: Any, b: int, length: int) -> Built:
+    """K and V decompressed from the latent, SDPA flash (math for the reference)."""
     from torch.nn.attention import sdpa_kernel
 
     d, h, r_kv, nope, rope, vd, r_q = mla_sizes(arch)
@@ -127,7 +140,7 @@ def _mla(m: Maker, arch: Any, b: int, length: int) -> Built:
         k = torch.cat([kv[..., :nope], lat[:, None, r_kv:].view(b, length, 1, rope)
                        .expand(b, length, h, rope)], dim=-1)
         v = F.pad(kv[..., nope:], (0, qd - vd)) if qd > vd else kv[..., nope:]
-        with sdpa_kernel([sdpa_backend("flash")]):
+        with sdpa_kernel([sdpa_backend("math" if m.reference else "flash")]):
             o = F.scaled_dot_product_attention(
                 q.view(b, length, h, qd).transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
                 is_causal=True).transpose(1, 2)
@@ -137,9 +150,10 @@ def _mla(m: Maker, arch: Any, b: int, length: int) -> Built:
 
 
 def prefill_layer(ctx: Any, arch: Any, kind: Any, batch: int, length: int,
-                  seed: int = 0) -> Built:
-    """One sublayer of `kind` over `batch` prompts of `length` tokens: (fn, args)."""
-    m = Maker(ctx, seed)
+                  seed: int = 0, impl: str = "bundled") -> Built:
+    """One sublayer of `kind` over `batch` prompts of `length` tokens, run by implementation
+    `impl`: (fn, args)."""
+    m = Maker(ctx, seed, impl)
     kind = kind_of(kind)
     if kind == "attention":
         return _attention(m, ctx, arch, batch, length, None)
@@ -152,7 +166,7 @@ def prefill_layer(ctx: Any, arch: Any, kind: Any, batch: int, length: int,
     if kind == "mlp":
         return mlp(m, arch, batch * length, cfg(arch, "mlp_size"))
     if kind == "moe":
-        return moe(m, arch, batch * length)
+        return moe(m, ctx, arch, batch * length)
     if kind == "mla":
         return _mla(m, arch, batch, length)
     if kind == "kda":

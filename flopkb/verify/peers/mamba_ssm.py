@@ -18,16 +18,32 @@ from flopkb.verify.errors import PeerUnavailable
 from flopkb.verify.peers import version
 
 
+def _enter_package() -> None:
+    if "mamba_ssm" not in sys.modules:
+        spec = importlib.util.find_spec("mamba_ssm")
+        if spec is None or not spec.submodule_search_locations:
+            raise ImportError("mamba_ssm is not installed")
+        package = types.ModuleType("mamba_ssm")
+        package.__path__ = [str(Path(next(iter(spec.submodule_search_locations))))]
+        sys.modules["mamba_ssm"] = package
+
+
+def state_update() -> tuple[Callable, str]:
+    """(selective_state_update, 'mamba_ssm <version>'): the Triton decode step of Mamba-1 and
+    Mamba-2 (mamba_ssm.ops.triton.selective_state_update)."""
+    try:
+        _enter_package()
+        from mamba_ssm.ops.triton.selective_state_update import selective_state_update
+    except Exception as exc:
+        raise PeerUnavailable(
+            f"mamba_ssm not importable ({type(exc).__name__}: {exc})") from exc
+    return selective_state_update, f"mamba_ssm {version('mamba_ssm')}"
+
+
 def chunk_scan_combined() -> tuple[Callable, str]:
     """(mamba_chunk_scan_combined, 'mamba_ssm <version>')."""
     try:
-        if "mamba_ssm" not in sys.modules:
-            spec = importlib.util.find_spec("mamba_ssm")
-            if spec is None or not spec.submodule_search_locations:
-                raise ImportError("mamba_ssm is not installed")
-            package = types.ModuleType("mamba_ssm")
-            package.__path__ = [str(Path(next(iter(spec.submodule_search_locations))))]
-            sys.modules["mamba_ssm"] = package
+        _enter_package()
         from mamba_ssm.ops.triton.ssd_combined import mamba_chunk_scan_combined
     except Exception as exc:
         raise PeerUnavailable(

@@ -171,7 +171,7 @@ def test_cpu_check_runs_every_kernel_against_its_reference(monkeypatch) -> None:
     ctx = Context(gpu=False)
     ctx.begin(60)
     serving.cpu_check(ctx)
-    assert len(ctx.checks) == 6 and all(c["ok"] for c in ctx.checks)
+    assert len(ctx.checks) == 10 and all(c["ok"] for c in ctx.checks)
 
 
 def tiny(arch, **sizes: int):
@@ -266,9 +266,212 @@ def test_measure_runs_end_to_end_on_the_cpu_with_a_stand_in_timer(kb, monkeypatc
     cond = {**hook("serving-nemotron-h").DEFAULTS, "input_tokens": 19, "output_tokens": 6,
             "reading": "equal_batch", "control_memory_gb": None}
     m = serving.measure(ctx, cond)
-    # 3 layer types of the model and 2 of the baseline, each in prefill and in decode
-    assert len(ran) == 10
+    # every declared implementation of each layer type, prefill and decode: Nemotron-H's
+    # attention (bundled, sdpa), Mamba-2 (prefill bundled; decode bundled and torch, mamba_ssm
+    # absent here), MLP (bundled, cublas); Llama's attention and MLP, two each
+    assert len(ran) == 19
+    assert all(c["ok"] for c in ctx.checks) and len(ctx.checks) == 19
+    step = next(r for r in m.sweep if r["side"] == "model" and r["phase"] == "decode"
+                and r["layer_type"] == "mamba2")
+    assert set(step["implementations"]) == {"bundled", "torch"}
+    assert step["skipped"]["mamba_ssm"].startswith("not run: PeerUnavailable")
     # every sublayer takes 1 ms: 52 sublayers against 64, prefill and 6 steps alike
     r = m.data["readings"]["equal_batch"]["ratio"]["value"]
     assert r == pytest.approx(64 / 52)
     assert serving.judge(m, parse_magnitude("up to 3x"), m.conditions).measured.value == r
+
+
+# ----- floors, the floor rule, the roofline-ratio refusal -----
+
+def test_floors_by_hand_one_layer_per_type(kb: KnowledgeBase) -> None:
+    from flopkb.architecture.layer_floor import layer_work
+
+    nemo, kimi = kb.architectures["nemotron-h-8b"], kb.architectures["kimi-linear-48b-a3b"]
+    samba = kb.architectures["samba-1-7b"]
+    # Nemotron-H's relu^2 MLP: two matrices, not three
+    w = layer_work(nemo, "mlp", "decode", 1, 4096)
+    assert w.parts["weights"] == 2 * 4096 * 21504 * 2
+    assert w.bytes == 2 * 4096 * 21504 * 2 + 2 * 4096 * 2
+    assert w.flops == 2 * 2 * 4096 * 21504
+    p = 4096 * 32 * 128 + 2 * 4096 * 8 * 128 + 32 * 128 * 4096
+    w = layer_work(nemo, "attention", "decode", 2, 1000)
+    assert w.parts == {"weights": 2 * p, "kv": 2 * 1000 * 2 * 8 * 128 * 2, "state": 0.0,
+                       "activations": 2 * 2 * 4096 * 2}
+    assert w.flops == 2 * (2 * p + 4 * 32 * 128 * 1000)
+    # Mamba-2 step: the fp32 state read and written, the conv state (H P + 2 G N channels x 3)
+    w = layer_work(nemo, "mamba2", "decode", 1, 65536)
+    assert w.parts["state"] == 2 * (128 * 64 * 128 * 4 + (8192 + 2 * 8 * 128) * 3 * 2)
+    assert w.parts["kv"] == 0
+    # MLA: the 576-element latent per cached token, once for all heads
+    w = layer_work(kimi, "mla", "decode", 1, 2**20)
+    assert w.parts["kv"] == 2**20 * (512 + 64) * 2
+    # MoE at one token: the router, the shared expert and the 8 routed ones it reaches
+    w = layer_work(kimi, "moe", "decode", 1, 2**20)
+    assert w.parts["weights"] == pytest.approx((2304 * 256 + 9 * 3 * 2304 * 1024) * 2)
+    # KDA: the 32 heads' 128 x 128 fp32 state, read and written
+    assert layer_work(kimi, "kda", "decode", 3, 100).parts["state"] == 2 * 3 * 32 * 128 * 128 * 4
+    # prefill: the window caps the keys (2048 of Samba's 128K)
+    w = layer_work(samba, "sliding_attention", "prefill", 1, 131072)
+    keys = (2048 * 2049 / 2 + (131072 - 2048) * 2048) / 131072
+    d, h, g, e = 2048, 32, 4, 64
+    p = d * h * e + 2 * d * g * e + h * e * d
+    assert w.flops == pytest.approx(131072 * (2 * p + 4 * h * e * keys))
+
+
+def _layers(times: dict, floors: dict[str, float], skipped: dict[str, dict] | None = None
+            ) -> dict:
+    """Fake times as LayerTimes with a floor (seconds) per layer type."""
+    out = {}
+    for side, per in times.items():
+        def wrap(table: dict) -> dict:
+            return {t: serving.LayerTimes({"bundled": iv}, dict((skipped or {}).get(t, {})),
+                                          floors[t]) for t, iv in table.items()}
+        out[side] = {"prefill": wrap(per["prefill"]),
+                     "decode": {b: wrap(tb) for b, tb in per["decode"].items()}}
+    return out
+
+
+def test_the_floor_rule_flips_a_verdict(kb: KnowledgeBase) -> None:
+    s = serving.setup(dict(hook("serving-samba-prompt").DEFAULTS))
+    assert s["floor_fraction"] == 0.33  # the declaration's, reaching the conditions
+    per = serving.batches(s, kb)
+    speed = {"mamba1": 0.01, "sliding_attention": 0.01, "mlp": 0.01, "attention": 0.2}
+    # the model's Mamba at 0.1 of its floor, everything else at 0.5 (roofline ratio 13.1x)
+    floors = {t: 0.5 * v for t, v in speed.items()} | {"mamba1": 0.001}
+    times = fake_times(kb, s, per, speed)
+    m = serving.build(s, _layers(times, floors), kb, per)
+    j = serving.judge(m, parse_magnitude("3.73x"), m.conditions)
+    assert j.verdict == "refuted"  # 10.5x; no faster attention known: judged, and said so
+    assert "no faster implementation known" in j.reason and "model mamba1" in j.reason
+    blocked = _layers(times, floors, {"mamba1": {"mamba_ssm": "not run: PeerUnavailable: x"}})
+    m = serving.build(s, blocked, kb, per)
+    j = serving.judge(m, parse_magnitude("3.73x"), m.conditions)
+    assert j.verdict == "inconclusive"
+    assert "model mamba1 prefill at 0.10 of its floor" in j.reason and "mamba_ssm" in j.reason
+    # without a declared fraction the rule is off
+    assert serving.judge(m, parse_magnitude("3.73x"), {}).verdict == "refuted"
+
+
+def test_a_ratio_above_the_roofline_ratio_is_refused(kb: KnowledgeBase) -> None:
+    from flopkb.verify.errors import ExperimentError
+
+    s = serving.setup(dict(hook("serving-samba-prompt").DEFAULTS))
+    per = serving.batches(s, kb)
+    speed = {"mamba1": 0.01, "sliding_attention": 0.01, "mlp": 0.01, "attention": 0.2}
+    times = fake_times(kb, s, per, speed)
+    # floors in the same proportion as the times: roofline ratio = composed ratio (10.5x)
+    m = serving.build(s, _layers(times, {t: 0.5 * v for t, v in speed.items()}), kb, per)
+    assert m.data["roofline"]["equal_batch"] == pytest.approx(10.5)
+    assert serving.judge(m, parse_magnitude("3.73x"), m.conditions).verdict == "refuted"
+    # the baseline's attention floor 10x lower: roofline ratio (24 x 0.01 + 24 x 0.005) /
+    # (48 x 0.005) = 1.5x, the composed 10.5x is above 1.5 x 1.1
+    low = {t: 0.5 * v for t, v in speed.items()} | {"attention": 0.01}
+    m = serving.build(s, _layers(times, low), kb, per)
+    assert m.data["roofline"]["equal_batch"] == pytest.approx(1.5)
+    with pytest.raises(ExperimentError, match=r"implausible.*10\.5x.*roofline ratio 1\.5x"):
+        serving.judge(m, parse_magnitude("3.73x"), m.conditions)
+
+
+def test_the_fastest_correct_implementation_is_composed_and_the_default_beside_it(
+        kb: KnowledgeBase) -> None:
+    s = serving.setup(dict(hook("serving-samba-prompt").DEFAULTS))
+    per = serving.batches(s, kb)
+    one = Interval(0.01, 0.01, 0.01)
+    slow, fast = Interval(0.2, 0.2, 0.2), Interval(0.01 * 3.73 * 0.48 / 24 - 0.0001, 0.01, 0.01)
+    times = {side: {"prefill": {}, "decode": {}} for side in ("model", "baseline")}
+    for t in ("mamba1", "sliding_attention", "mlp"):
+        times["model"]["prefill"][t] = one
+    times["baseline"]["prefill"]["mlp"] = one
+    att = (3.73 * 0.48 - 0.24) / 24  # a 3.73x composed ratio with this attention
+    fast = Interval(att, att, att)
+    times["baseline"]["prefill"]["attention"] = serving.LayerTimes({"bundled": slow,
+                                                                    "sdpa": fast})
+    m = serving.build(s, times, kb, per)
+    row = next(r for r in m.sweep if r["layer_type"] == "attention")
+    assert row["implementation"] == "sdpa" and row["default"] == "bundled"
+    assert set(row["implementations"]) == {"bundled", "sdpa"}
+    assert m.data["readings"]["equal_batch"]["ratio"]["value"] == pytest.approx(3.73)
+    assert m.data["default_readings"]["equal_batch"]["value"] == pytest.approx(10.5)
+    j = serving.judge(m, parse_magnitude("3.73x"), m.conditions)
+    assert j.verdict == "confirmed"
+    assert "implementation-sensitive" in j.reason and "10.5x, refuted" in j.reason
+
+
+def test_time_layer_checks_then_times_and_keeps_every_implementation(kb, monkeypatch) -> None:
+    # the torch MoE loop syncs with the host: its capture is refused, stated, never timed eagerly
+    from types import SimpleNamespace
+
+    from flopkb.verify.context import Ceilings
+    from flopkb.verify.errors import ExperimentError
+    from flopkb.verify.experiments.serving.run import time_layer
+    from flopkb.verify.timing import CaptureRefused
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    arch = tiny(kb.architectures["kimi-mla-48b-a3b-baseline"],
+                **TINY["kimi-mla-48b-a3b-baseline"])
+    ctx = Context(gpu=False, ceilings=Ceilings(1000.0, 4000.0, "test"))
+    ctx.begin(60)
+
+    def fake_time(label, fn, arg_sets, *, decode=False, implementation="", **_):
+        if decode and implementation == "torch":
+            try:
+                raise CaptureRefused("not capturable in a CUDA graph (sync)")
+            except CaptureRefused as exc:
+                raise ExperimentError(f"{label}: {exc}") from exc
+        fn(*arg_sets[0])
+        return SimpleNamespace(median_ms=2.0, p10_ms=1.0, p90_ms=3.0)
+
+    monkeypatch.setattr(ctx, "time", fake_time)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    lt = time_layer(ctx, arch, "moe", "decode", 3, 11, ("bundled", "torch"))
+    assert list(lt.impls) == ["bundled"] and lt.impls["bundled"].value == pytest.approx(2e-3)
+    # declared as host-synchronising: refused before any capture is tried, never checked
+    assert "torch.unique" in lt.refused["torch"] and not lt.skipped
+    assert [c["ok"] for c in ctx.checks] == [True]
+    assert lt.floor_s is not None and lt.work["bytes"] > lt.work["weights_bytes"] > 0
+    # a capture that fails in ctx.time is a refusal too, after the check
+    monkeypatch.setattr(load_op("layers", "impls"), "HOST_SYNC", {})
+    ctx.begin(60)
+    lt = time_layer(ctx, arch, "moe", "decode", 3, 11, ("bundled", "torch"))
+    assert lt.refused["torch"] == ("not capturable in a CUDA graph: CaptureRefused: not "
+                                   "capturable in a CUDA graph (sync)")
+    assert [c["ok"] for c in ctx.checks] == [True, True]
+
+
+def test_the_stacked_figure_is_stated_beside_the_verdict(kb: KnowledgeBase) -> None:
+    s = serving.setup(dict(hook("serving-samba-prompt").DEFAULTS))
+    per = serving.batches(s, kb)
+    speed = {"mamba1": 0.01, "sliding_attention": 0.01, "mlp": 0.01, "attention": 0.2}
+    m = serving.build(s, fake_times(kb, s, per, speed), kb, per)
+    m.data["stacked"] = {"model": {"kinds": ["mamba1", "mlp"], "stacked_ms": 21.0,
+                                   "composed_ms": 20.0, "ratio": 1.05}, "baseline": None}
+    j = serving.judge(m, parse_magnitude("3.73x"), m.conditions)
+    assert "model stacked mamba1+mlp: 21 ms end to end vs 20 ms composed (1.05x)" in j.reason
+
+
+def test_the_stacked_call_site_runs_the_stack_with_the_chosen_implementations(
+        kb, monkeypatch) -> None:
+    # RUN_STACKED is off by default; on, the stack is built from each layer's chosen
+    # implementation and timed through ctx.time (a stand-in here)
+    from types import SimpleNamespace
+
+    from flopkb.verify.experiments.serving import run
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setattr(build, "BACKEND", {"flash": "math", "masked": "math", "math": "math"})
+    arch = tiny(kb.architectures["nemotron-h-8b"], **TINY["nemotron-h-8b"])
+    ctx = Context(gpu=False)
+    assert run.stacked_figure(ctx, arch, "decode", 2, 7, {}) is None
+    monkeypatch.setattr(run, "RUN_STACKED", True)
+    labels: list[str] = []
+
+    def fake_time(label, fn, arg_sets, **_):
+        fn(*arg_sets[0])
+        labels.append(label)
+        return SimpleNamespace(median_ms=1.0, p10_ms=1.0, p90_ms=1.0)
+
+    monkeypatch.setattr(ctx, "time", fake_time)
+    chosen = {"mamba2": "torch", "attention": "sdpa", "mlp": "cublas"}
+    st = run.stacked_figure(ctx, arch, "decode", 2, 7, chosen)
+    assert st is not None and st["kinds"] and set(st["kinds"]) <= set(chosen)
+    assert st["stacked_ms"] == 1.0 and st["ratio"] == pytest.approx(1.0 / st["composed_ms"])
