@@ -41,7 +41,7 @@ def findings(kb: Path, *args: str) -> tuple[int, list[dict]]:
         ("“2-8x faster", "“\u09ea-8x faster", "FKB214", 5, "'4-8x'"),
         ('magnitude: "2-8x"', 'magnitude: "\u09ea-8x"', "FKB203", 21, "'4-8x'"),
         ('magnitude: "2-8x"', 'magnitude: "\U0001d7d0-8x"', "FKB203", 21, "'2-8x'"),
-        ("magnitude: 6x at 16K", "magnitude: \uff16x at 16K", "FKB203", 28, "'6x at 16K'"),
+        ("magnitude: 6x at 16K", "magnitude: \uff16x at 16K", "FKB203", 29, "'6x at 16K'"),
         ("head_dim: 64,", 'head_dim: "\u0666\u0664",', "FKB214", 24, "'64'"),
     ],
 )

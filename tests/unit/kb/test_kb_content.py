@@ -46,7 +46,7 @@ CLAIMS: dict[str, list[tuple[str, str]]] = {
     "B3": [("mamba2-ssd/quadratic-wins-short", "measured")],
     "B4": [("mamba2-ssd/default-chunk-size", "measured")],
     "B5": [("mamba2-ssd/kernel-vs-pytorch", "measured")],
-    "B6": [("mamba2-ssd/no-softmax", "unverified")],
+    "B6": [("mamba2-ssd/no-softmax", "measured")],
     "B7": [("mamba2-ssd/training-compute-vs-transformer", "unverified")],
     "C1": [("low-rank-gemm/dmf-flat-minima", "unverified")],
     "C2": [("dense-gemm/gemm-ruggedness", "measured")],

@@ -11,6 +11,7 @@ from flopkb.kb import KnowledgeBase, load_kb
 from flopkb.kernelpkg import load_op
 from flopkb.paths import bundled_root
 from flopkb.verify.context import Context, PeerUnavailable
+from tests.unit.verify.test_serving import tiny
 
 build, prefill, decode, impls = (load_op("layers", n) for n in ("_build", "prefill", "decode",
                                                                "impls"))
@@ -19,13 +20,6 @@ build, prefill, decode, impls = (load_op("layers", n) for n in ("_build", "prefi
 @pytest.fixture(scope="module")
 def kb() -> KnowledgeBase:
     return load_kb(bundled_root())[0]
-
-
-def tiny(arch, **sizes: int):
-    from flopkb.model.architecture import SourcedSize
-
-    config = arch.config.model_copy(update={k: SourcedSize(value=v) for k, v in sizes.items()})
-    return arch.model_copy(update={"config": config})
 
 
 # odd sizes; Samba's window 8 under the prompt of 19 and the decode context of 11

@@ -12,23 +12,13 @@ import torch
 
 from flopkb.kb import KnowledgeBase, load_kb
 from flopkb.kernelpkg import load_op
-from flopkb.model.architecture import SourcedSize
 from flopkb.paths import bundled_root
 from flopkb.verify.context import Context
+from tests.unit.verify.test_serving import TINY, tiny  # the serving tests' tiny architectures
 
 build, prefill, decode, stack = (load_op("layers", n)
                                  for n in ("_build", "prefill", "decode", "stack"))
 
-TINY = {
-    "samba-1-7b": dict(d_model=32, attention_heads=4, kv_heads=2, sliding_window=8, mlp_size=24,
-                       ssm_state_size=5, ssm_dt_rank=3),
-    "nemotron-h-8b": dict(d_model=32, attention_heads=4, kv_heads=2, head_dim=8, mlp_size=24,
-                          ssm_heads=4, ssm_head_dim=8, ssm_state_size=5, ssm_groups=2),
-    "kimi-mla-48b-a3b-baseline": dict(d_model=32, attention_heads=4, kv_lora_rank=16,
-                                      qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=8,
-                                      q_lora_rank=12, experts=6, experts_per_token=2,
-                                      expert_mlp_size=8, mlp_size=24),
-}
 
 
 @pytest.fixture(scope="module")
@@ -42,11 +32,6 @@ def cpu(monkeypatch) -> Context:
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     monkeypatch.setattr(build, "BACKEND", {"flash": "math", "masked": "math"})
     return Context(gpu=False)
-
-
-def tiny(arch, **sizes: int):
-    config = arch.config.model_copy(update={k: SourcedSize(value=v) for k, v in sizes.items()})
-    return arch.model_copy(update={"config": config})
 
 
 def norm_ref(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
