@@ -38,7 +38,7 @@ def _rows(path: str, data: dict[str, Any], section: str) -> list[list[str]]:
         frac = ours["floor_ms"] / ours["graph_ms"]
         target = TARGETS[section]
         rows.append([
-            f"{'MLA decode (absorbed, split context)' if section == 'mla' else 'MoE decode'}",
+            "MLA decode (absorbed, split context)" if section == "mla" else "MoE decode",
             key, f"{ours['floor_ms']:.3g} ms", f"{ours['graph_ms']:.3g} ms",
             f"{frac:.2f}", "-" if best is None else f"`{best['impl']}` {_best_ms(best):.3g} ms",
             "-" if best is None else f"{_best_ms(best) / ours['graph_ms']:.2f}x",

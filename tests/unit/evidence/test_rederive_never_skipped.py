@@ -23,15 +23,16 @@ from typer.testing import CliRunner
 from flopkb.cli import app
 from flopkb.evidence.pooled import pooled
 from flopkb.kb import load_kb
+from tests.unit.evidence.test_judge_revision import CLAIM, DECL
 from tests.unit.verify.test_generic import example_evidence
 
-CLAIM = "fused-rmsnorm/fused-vs-unfused"
-DECL = Path("experiments") / "rmsnorm-fused-vs-unfused.yaml"
 cli = CliRunner()
 
 
 @pytest.fixture
 def kb_with_evidence(tmp_path: Path) -> tuple[Path, Path]:
+    """The example KB with one confirmed evidence record of its own claim (as the revision
+    tests have it)."""
     return example_evidence(tmp_path)
 
 
