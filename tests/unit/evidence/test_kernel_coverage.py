@@ -18,10 +18,6 @@ from flopkb.kernelpkg import kernels_dir
 # together with the next GPU run of that experiment, then taken out of here.
 KNOWN_GAPS: dict[str, set[str]] = {
     "calibration": {"gemm/_checks.py"},
-    "serving-kimi-decode": {"_platform.py"},
-    "serving-nemotron-h": {"_platform.py"},
-    "serving-samba-generation": {"_platform.py"},
-    "serving-samba-prompt": {"_platform.py"},
 }
 
 
