@@ -269,8 +269,13 @@ def test_measure_runs_end_to_end_on_the_cpu_with_a_stand_in_timer(kb, monkeypatc
     # every declared implementation of each layer type, prefill and decode: Nemotron-H's
     # attention (bundled, sdpa), Mamba-2 (prefill bundled; decode bundled and torch, mamba_ssm
     # absent here), MLP (bundled, cublas); Llama's attention and MLP, two each
-    assert len(ran) == 19
+    assert len([x for x in ran if " stacked " not in x]) == 19
     assert all(c["ok"] for c in ctx.checks) and len(ctx.checks) == 19
+    # then each side's stack at the judged decode step: the whole stack, each layer alone and
+    # the glue, one round (Nemotron-H's M-M* period: 4 layers; Llama's *- x 4: 8)
+    assert len([x for x in ran if " stacked " in x]) == (1 + 4 + 1) + (1 + 8 + 1)
+    assert m.data["stacked"]["model"]["kinds"] == ["mamba2", "mlp", "mamba2", "attention"]
+    assert m.data["stacked"]["baseline"]["ratio"] == pytest.approx(1 / 8)
     step = next(r for r in m.sweep if r["side"] == "model" and r["phase"] == "decode"
                 and r["layer_type"] == "mamba2")
     assert set(step["implementations"]) == {"bundled", "torch"}
@@ -451,7 +456,7 @@ def test_the_stacked_figure_is_stated_beside_the_verdict(kb: KnowledgeBase) -> N
 
 def test_the_stacked_call_site_runs_the_stack_with_the_chosen_implementations(
         kb, monkeypatch) -> None:
-    # RUN_STACKED is off by default; on, the stack is built from each layer's chosen
+    # off, no figure; on (the default), the stack is built from each layer's chosen
     # implementation and timed through ctx.time (a stand-in here)
     from types import SimpleNamespace
 
@@ -461,6 +466,8 @@ def test_the_stacked_call_site_runs_the_stack_with_the_chosen_implementations(
     monkeypatch.setattr(build, "BACKEND", {"flash": "math", "masked": "math", "math": "math"})
     arch = tiny(kb.architectures["nemotron-h-8b"], **TINY["nemotron-h-8b"])
     ctx = Context(gpu=False)
+    assert run.RUN_STACKED
+    monkeypatch.setattr(run, "RUN_STACKED", False)
     assert run.stacked_figure(ctx, arch, "decode", 2, 7, {}) is None
     monkeypatch.setattr(run, "RUN_STACKED", True)
     labels: list[str] = []
@@ -475,3 +482,12 @@ def test_the_stacked_call_site_runs_the_stack_with_the_chosen_implementations(
     st = run.stacked_figure(ctx, arch, "decode", 2, 7, chosen)
     assert st is not None and st["kinds"] and set(st["kinds"]) <= set(chosen)
     assert st["stacked_ms"] == 1.0 and st["ratio"] == pytest.approx(1.0 / st["composed_ms"])
+
+    # a stack that cannot run here is a stated note, never the experiment's failure
+    def failing_time(label, fn, arg_sets, **_):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 9 GiB")
+
+    monkeypatch.setattr(ctx, "time", failing_time)
+    assert run.stacked_figure(ctx, arch, "decode", 2, 7, chosen) is None
+    assert any("no stacked-model figure (decode B=2 L=7): OutOfMemoryError: CUDA out of memory"
+               in n for n in ctx.notes)
