@@ -58,4 +58,42 @@ def block_decode_kernels(src: Sources) -> str:
         f"median of {mla['rounds']} (MLA) and {moe['rounds']} (MoE, a --quick run) rounds of "
         f"CUDA-graph replays; a peer's figure is the faster of its graph and eager times. "
         f"Sources: `{mla_path}` ({mla['started'][:10]}, `{mla['command'].split('python3 ')[-1]}`), "
-        f"`{moe_path}` ({moe['started'][:10]}, `{moe['command'].split('python3 ')[-1]}`).")
+        f"`{moe_path}` ({moe['started'][:10]}, `{moe['command'].split('python3 ')[-1]}`).") + (
+        "\n" + _mla_wide(src))
+
+
+def _config_text(c: dict[str, Any]) -> str:
+    return (f"block_n {c['block_n']}, {c['num_warps']} warps, {c['num_stages']} stages, "
+            f"{c['programs_per_sm']} program(s)/SM")
+
+
+def _mla_wide(src: Sources) -> str:
+    """The MLA kernel's launch grid swept wide (bench --wide): per shape the fastest config
+    against the default one (`kernels/mla/step.py` `default_config` on Hopper)."""
+    path, data = src.json(BLOCK, "mla_wide")
+    default = {"block_n": 32, "num_warps": 8, "num_stages": 3, "heads_as_n": True,
+               "programs_per_sm": 1, "block_v": None}
+    rows = []
+    for r in data["mla"]:
+        if r["impl"] != "bundled":
+            continue
+        timed = [e for e in r["sweep"] if e.get("graph_ms") is not None]
+        if not timed:
+            raise MissingFigure(f"{path}: no timed config at B={r['batch']} L={r['context']}")
+        best = min(timed, key=lambda e: e["graph_ms"])
+        base = next((e for e in timed if e["config"] == default), None)
+        floor = r["floor_ms"]
+        rows.append([f"B={r['batch']}, context {r['context'] // 1024}K", f"{floor:.3g} ms",
+                     "-" if base is None else f"{base['graph_ms']:.3g} ms "
+                                              f"({floor / base['graph_ms']:.2f})",
+                     f"{best['graph_ms']:.3g} ms ({floor / best['graph_ms']:.2f})",
+                     _config_text(best["config"]),
+                     f"{len(timed)} timed, {sum('error' in e for e in r['sweep'])} failed"])
+    return table(["shape", "floor", "default config (fraction)", "fastest config (fraction)",
+                  "fastest config", "configs"], rows) + "\n" + paragraph(
+        f"The split kernel's launch grid (block_n 32/64/128 x 4/8 warps x 2/3/4 stages x 1/2 "
+        f"programs per SM) at three shapes, each config checked against the float32 reference "
+        f"then timed once by CUDA-graph replay; configs that fail are out of shared memory. "
+        f"The default is not changed yet: `kernels/mla/` is hashed by the four serving "
+        f"experiments, whose evidence a change stales. Source: `{path}` ({data['started'][:10]}, "
+        f"`{data['command'].split('python3 ')[-1]}`, copy {data['copy_gbps']:.0f} GB/s).")

@@ -5,7 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import agreement, decode, kb, kernels, models, rules, runs, speed, ssd_forward, verdicts
+from . import (
+    agreement,
+    decode,
+    kb,
+    kernels,
+    models,
+    rules,
+    runs,
+    serving,
+    speed,
+    ssd_forward,
+    verdicts,
+)
 from .markers import regenerate
 from .sources import Sources
 
@@ -29,9 +41,11 @@ BLOCKS: dict[str, Callable[[Sources], str]] = {
     "graph-speed": speed.block_graph_speed,
     "walk-read": speed.block_walk_read,
     "hostile-inputs": speed.block_hostile_inputs,
-    # docs/models.md: computed from the architecture records
+    # docs/models.md: computed from the architecture records; the serving claims' verdicts
     "model-table": models.block_model_table,
     "model-claims": models.block_model_claims,
+    "serving-verdicts": serving.block_serving_verdicts,
+    "models-hf": serving.block_models_hf,
     # the user pages' few figures
     "calibration": runs.block_calibration,
     "plan-time": speed.block_plan_time,
