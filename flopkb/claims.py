@@ -80,6 +80,8 @@ def list_claims(
                 "verdicts": {acc: p.verdict for acc, p in found.items()},
                 "verdict_text": {acc: p.text() for acc, p in found.items()},
                 "pooled_text": {acc: p.figure.text() for acc, p in found.items() if p.figure},
+                "why_no_figure": {acc: why for acc, p in found.items()
+                                  if (why := why_no_figure(p)) is not None},
                 "runs": {acc: p.as_dict() for acc, p in found.items()},
                 "implementation_sensitive": [a for a, p in found.items()
                                              if p.implementation_sensitive],
@@ -92,6 +94,24 @@ def list_claims(
             }
         )
     return rows
+
+
+# a reason is cut to its first clause (the rule that refused; the rest is notes) and this length
+WHY_CHARS = 240
+
+
+def why_no_figure(p: Any) -> str | None:
+    """Why a pooled verdict carries no figure (error, inconclusive): the newest run's reason,
+    its first clause (a verdict that measured nothing stands on the newest run alone,
+    `flopkb.evidence.pooled`); None where there is a figure."""
+    if p.figure is not None or p.verdict not in ("error", "inconclusive") or not p.runs:
+        return None
+    newest = p.runs[0]
+    reason = (newest.reason or "").split("; ")[0].strip()
+    if not reason:
+        return None
+    text = reason if len(reason) <= WHY_CHARS else reason[:WHY_CHARS - 1] + "…"
+    return f"newest run: {text}"
 
 
 def not_verifiable(row: HardwareParameter) -> str | None:

@@ -68,10 +68,13 @@ def claims(
     for r in rows:
         touchy = set(r.get("implementation_sensitive") or [])
         pooled = r.get("pooled_text") or {}
+        why = r.get("why_no_figure") or {}
         verdicts = ", ".join(
             f"{acc}: {text}" + (" (implementation-sensitive)" if acc in touchy else "")
             # the runs' rounds merged: the interval that holds between runs, not within one
             + (f"; pooled {pooled[acc]}" if acc in pooled else "")
+            # an error or inconclusive verdict says why it has no figure
+            + (f" ({why[acc]})" if acc in why else "")
             for acc, text in r["verdict_text"].items())
         # a row no single GPU judges by design says why, where a bare "-" would read as "not run
         # yet"

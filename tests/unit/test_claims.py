@@ -49,7 +49,8 @@ def test_rows_have_the_design_keys(kb: KnowledgeBase) -> None:
     by_id = {f"{rec.id}/{row.id}": row for _, rec, row in kb.claims()}
     for row in rows:
         assert set(row) == {"claim", "record", "quantity", "magnitude", "basis", "verdicts",
-                            "verdict_text", "pooled_text", "runs", "implementation_sensitive",
+                            "verdict_text", "pooled_text", "why_no_figure", "runs",
+                            "implementation_sensitive",
                             "computed", "computed_from_architectures", "not_verifiable",
                             "not_applicable_on"}
         assert row["claim"].startswith(row["record"] + "/")
@@ -112,3 +113,15 @@ def test_verdicts_are_pooled_per_accelerator(kb: KnowledgeBase) -> None:
                                                                           "ev-h200-1"]
     narrowed = next(r for r in list_claims(kb, accelerator="h100-sxm") if r["claim"] == claim)
     assert narrowed["verdicts"] == {"h100-sxm": "confirmed"}
+
+
+def test_a_verdict_without_a_figure_says_why(kb: KnowledgeBase) -> None:
+    # the bundled Kimi throughput row: every H200 run refused its composed ratio as implausible
+    rows = {r["claim"]: r for r in list_claims(kb)}
+    row = rows["kimi-linear/decoding-throughput"]
+    assert row["verdicts"] == {"h200-sxm": "error"}
+    why = row["why_no_figure"]["h200-sxm"]
+    assert why.startswith("newest run: implausible: the composed memory_limited ratio")
+    assert "; " not in why  # the first clause only, the notes after it left out
+    # a row with a figure carries none
+    assert rows["nemotron-h/faster-inference"]["why_no_figure"] == {}
