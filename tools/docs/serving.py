@@ -86,11 +86,16 @@ def block_serving_verdicts(src: Sources) -> str:
             "-" if roof is None else f"{roof:.3g}x", _stack_cell(e),
             _below_floor(e, float(e.conditions.get("floor_fraction") or 0.33))])
     first = min(x.timestamp for c in CLAIMS for x in src.runs(c))
+    ids = {x.id for c in CLAIMS for x in src.runs(c)}
+    processes = [r for r in src.listed_runs("run-agreement", "runs") if r["ids"] & ids]
+    took = ", ".join(f"{r['duration_s']:.0f} s" for r in processes if r["duration_s"])
     return table(["claim", "claimed", "verdict (pooled)", "each run", "reading judged",
                   "roofline ratio", "stacked / composed", "layers below their floor fraction"],
                  rows) + "\n" + paragraph(
         f"From the committed evidence (`records/evidence/ev-<claim>-h200-sxm-*.yaml`, runs since "
-        f"{first:%Y-%m-%d}, each `flopkb verify --gpu --suite models` in its own process). The "
+        f"{first:%Y-%m-%d}, each `flopkb verify --gpu --suite models` in its own process"
+        + (f"; the suite took {took} per process, calibration and stacked checks included, "
+           f"the first on a fresh machine" if took else "") + "). The "
         "roofline ratio is the same reading composed from every layer's floor; a composed ratio "
         "above it x 1.1 is refused. Stacked / composed: one pattern period with RMSNorm and "
         "residuals timed end to end against the sum of its layers timed alone, and against that "
