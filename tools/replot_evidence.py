@@ -7,6 +7,8 @@ never beside the record: committed pictures belong to the GPU run that wrote the
 since plots became per claim carries its plot description in `statistics.plot`; older evidence
 (the 2026-11-30 H200 run) does not, so LEGACY below rebuilds it from the record's own sweep and
 data exactly as the experiment modules of that run did (copied from flopkb/verify/experiments/*.py).
+The serving experiments stored none before they had a picture: theirs is built by the experiment's
+own `serving.picture.plot_spec`, from the record's data and sweep, as a run builds it now.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from flopkb.evidence import catalogue
 from flopkb.extras import install_hint
 from flopkb.kb import load_files
 from flopkb.model import EvidenceRecord
 from flopkb.verify.experiments import partition_sim
+from flopkb.verify.experiments.serving import picture as serving_picture
 from flopkb.verify.plots import ClaimView, render
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,7 +110,15 @@ def spec_of(ev: EvidenceRecord) -> dict[str, Any] | None:
     if not ev.statistics.get("plot") and _partition_rows(ev):
         # D2's bundled simulation stored no picture before it had one (partition_sim.PLOT)
         return partition_sim.PLOT
+    if not ev.statistics.get("plot") and _serving(ev):
+        return serving_picture.plot_spec(ev.statistics.get("data") or {}, ev.sweep)
     return ev.statistics.get("plot") or _legacy(ev)
+
+
+def _serving(ev: EvidenceRecord) -> bool:
+    """Evidence of an experiment whose hook is the serving one (serving-samba-prompt, ...)."""
+    return catalogue.experiment_exists(ev.experiment) and \
+        catalogue.get(ev.experiment).module == "serving"
 
 
 def _partition_rows(ev: EvidenceRecord) -> bool:
@@ -115,8 +127,13 @@ def _partition_rows(ev: EvidenceRecord) -> bool:
 
 
 def rows_of(ev: EvidenceRecord) -> list[dict[str, Any]]:
-    """The sweep rows the picture reads (D2's gain the `pattern` number its picture needs)."""
-    return partition_sim.with_patterns(ev.sweep) if _partition_rows(ev) else ev.sweep
+    """The sweep rows the picture reads (D2's gain the `pattern` number its picture needs, the
+    serving rows their bar `label`, which a run now writes into them)."""
+    if _partition_rows(ev):
+        return partition_sim.with_patterns(ev.sweep)
+    if _serving(ev):
+        return serving_picture.labelled(ev.sweep, ev.statistics.get("data") or {})
+    return ev.sweep
 
 
 def replot(paths: list[Path], out: Path) -> list[Path]:

@@ -17,7 +17,12 @@ Experiments describe their main panel as data (`Measurement.plot`) over their sw
 experiment modules stay free of plotting code:
 
 - kind "lines" / "bars": x column `x`, one series per `series` {label: column}; optional `filter`
-  {column: value}, `logx`, `logy`, `vline` (+ `vline_label`), `hline`, `markers`;
+  {column: value, or a list of the values kept}, `logx`, `logy`, `vline` (+ `vline_label`),
+  `hline`, `markers`, `title` (above the main panel: what the picture shows);
+- kind "bars" also: `colour_by` a column (each bar coloured by its row's value, one legend entry per
+  value, named by `colour_names` {value: label}); `marks` {label: column}, a short line across each
+  row's bars at that column's value (a floor, a bound); `bar_text` {"column", "format"}, a figure
+  printed over each bar (`"{:.0%}"`);
 - kind "lines" with `group` and `y`: one line per distinct value of the `group` column;
 - kind "stacked": stacked bars of the `series` columns over `x`;
 - kind "category": grouped bars of {group: {category: value}} in `categories`.
@@ -25,6 +30,11 @@ experiment modules stay free of plotting code:
   experiment judges different claims on different columns (scan-benchmark: the crossover on
   `ratio`, the speed-up on `pytorch_ratio`); `measure_panel: false` draws no second panel (a
   category chart whose rows sweep nothing: a panel over row numbers would join unrelated points).
+- any kind: `measure_rows`, the second panel's own points (a figure composed from the sweep, one
+  per reading, not one per sweep row): rows holding the judged column with its `_low`/`_high`,
+  drawn as unjoined points over the categories of their `measure_x` column, with `measure_marks`
+  {label: column} as short lines at each point; `measure_legend` names the points,
+  `measure_text` a format ("{:.3g}x") prints each point's value beside it.
 
 A series column `c` gets p10/p90 bars when the rows also hold `c_low`/`c_high`, or, for a time
 `<stem>_ms` (or `ms`), `<stem>_p10_ms`/`<stem>_p90_ms` (or `p10_ms`/`p90_ms`).
@@ -80,6 +90,8 @@ class ClaimView:
     measured: dict[str, Any] | None = None
     criterion: str | None = None
     quick: bool = False
+    # why there is no measured value (an error verdict): the header says it in the value's place
+    reason: str | None = None
 
     @classmethod
     def of(cls, evidence: Any) -> ClaimView:
@@ -95,6 +107,7 @@ class ClaimView:
             measured=measured,
             criterion=evidence.criterion,
             quick=bool((evidence.conditions or {}).get("quick")),
+            reason=evidence.reason,
         )
 
 
@@ -145,33 +158,45 @@ def figure(spec: dict[str, Any], rows: list[dict[str, Any]], view: ClaimView) ->
     import matplotlib.pyplot as plt
 
     flt = spec.get("filter", {})
-    rows = [r for r in rows if all(r.get(k) == v for k, v in flt.items())]
+    rows = [r for r in rows if all(_kept(r.get(k), v) for k, v in flt.items())]
     kind = spec.get("kind", "lines")
     x = spec.get("x")
     if kind in {"bars", "stacked"} and rows and _numeric(rows, x):
         rows = sorted(rows, key=lambda r: r[x])
-    measure = _measure_column(spec, rows, view)
-    on_main = measure is not None and measure in _series_columns(spec)
+    # the second panel's points: the spec's own (a composed figure) or the sweep's rows
+    own_points = spec.get("measure_rows") is not None
+    points = (spec.get("measure_rows") or []) if own_points else rows
+    measure = _measure_column(spec, points, view)
+    on_main = measure is not None and not own_points and measure in _series_columns(spec)
     second = measure is not None and not on_main
     # the verdict rule's lines at the foot (see _header) push the panels up, so that a long
-    # rule never runs into the x label
+    # rule never runs into the x label; the title's lines push the panels down
     rule_lines = len(_rule_lines(view))
+    width = _figure_width(spec, rows)
+    title = _title_lines(spec, width)
+    # two panels with their own categories each need room for the upper one's tick labels
+    gap = 0.9 if second and own_points else 0.0
     with plt.rc_context({"font.size": 9}):
-        height = (6.6 if second else 4.8) + 0.14 * max(0, rule_lines - 1)
-        fig = plt.figure(figsize=(9.0, height), dpi=110)
+        height = (6.6 if second else 4.8) + 0.14 * max(0, rule_lines - 1) + 0.16 * len(title) \
+            + gap
+        fig = plt.figure(figsize=(width, height), dpi=110)
+        # the margins stay the same in inches (the y label left, the legends right)
         grid = fig.add_gridspec(2 if second else 1, 1, height_ratios=[3, 2] if second else [1],
-                                left=0.09, right=0.72, top=1 - 1.05 / height,
+                                left=0.81 / width, right=1 - 2.52 / width,
+                                top=1 - (1.05 + 0.16 * len(title) + (0.1 if title else 0)) / height,
                                 bottom=0.06 + (0.6 + 0.14 * max(0, rule_lines - 1)) / height,
-                                hspace=0.1 if kind != "category" else 0.3)
+                                hspace=0.45 if own_points else 0.1 if kind != "category" else 0.3)
         ax = fig.add_subplot(grid[0])
         positions = _draw_main(ax, spec, rows)
+        if title:
+            ax.set_title("\n".join(title), fontsize=8.5, loc="left", color="#333333")
         swept = [float(r[x]) for r in rows] if positions is None and _numeric(rows, x) else []
         ticks = [(ax, swept)]
         if second and measure is not None:
-            shared = bool(swept)
+            shared = bool(swept) and not own_points
             mx = fig.add_subplot(grid[1], sharex=ax if shared else None)
-            ticks.append((mx, _draw_measure(mx, spec, rows, measure, view, positions)))
-            if shared or kind in {"bars", "stacked"}:
+            ticks.append((mx, _draw_measure(mx, spec, points, measure, view, positions)))
+            if not own_points and (shared or kind in {"bars", "stacked"}):
                 # the same x below: one set of tick labels, under the lower panel
                 ax.set_xlabel("")
                 ax.tick_params(labelbottom=False)
@@ -188,6 +213,28 @@ def figure(spec: dict[str, Any], rows: list[dict[str, Any]], view: ClaimView) ->
                              fontsize=8, frameon=False, borderaxespad=0.0)
         _header(fig, view)
     return fig
+
+
+def _figure_width(spec: dict[str, Any], rows: list[dict[str, Any]]) -> float:
+    """9 inches; wider for a bar chart whose bars need more room for their labels than 9 inches
+    give (the panel is the figure less 3.33 inches of margins; 0.065 inch a character of a
+    7.5-point label line, one spare)."""
+    if spec.get("kind") != "bars" or not rows:
+        return 9.0
+    lines = [line for r in rows for line in _label(r.get(spec.get("x"))).splitlines()]
+    per_bar = max(0.81, 0.065 * (max(map(len, lines), default=0) + 1))
+    return max(9.0, 3.33 + per_bar * len(rows) * len(spec.get("series") or {}))
+
+
+def _kept(value: Any, wanted: Any) -> bool:
+    """A filter's test: one of the listed values, or equal to the one value."""
+    return value in wanted if isinstance(wanted, list) else value == wanted
+
+
+def _title_lines(spec: dict[str, Any], width: float) -> list[str]:
+    """The title wrapped to the panel's width (`width`: the figure's, inches; 8.5-point text)."""
+    chars = int((width - 0.81 - 2.52) * 17)
+    return textwrap.wrap(spec["title"], width=chars) if spec.get("title") else []
 
 
 def _numeric(rows: list[dict[str, Any]], column: str | None) -> bool:
@@ -264,6 +311,7 @@ def _draw_main(ax: Any, spec: dict[str, Any], rows: list[dict[str, Any]]) -> lis
         series = spec["series"]
         width = 0.6 if kind == "stacked" else 0.8 / max(1, len(series))
         bottom = [0.0] * len(rows)
+        tops = [0.0] * len(rows)
         for i, (label, col) in enumerate(series.items()):
             vals = [float(r.get(col) or 0) for r in rows]
             if kind == "stacked":
@@ -272,9 +320,18 @@ def _draw_main(ax: Any, spec: dict[str, Any], rows: list[dict[str, Any]]) -> lis
             else:
                 xs = [j + (i - (len(series) - 1) / 2) * width for j in range(len(rows))]
                 band = _band(rows, col)
-                ax.bar(xs, vals, width, label=label, capsize=3,
-                       yerr=_yerr(vals, band) if band else None)
-        ax.set_xticks(range(len(rows)), positions)
+                _grouped_bars(ax, spec, rows, xs, vals, band, width, label)
+                highs = band[1] if band else vals
+                tops = [max(t, h) for t, h in zip(tops, highs, strict=True)]
+        # a bar described in words (several lines) gets the smaller font _figure_width allows
+        words = any("\n" in p for p in positions)
+        ax.set_xticks(range(len(rows)), positions, fontsize=7.5 if words else 9)
+        if kind == "bars":
+            tops = _draw_marks(ax, [float(j) for j in range(len(rows))], rows,
+                               spec.get("marks") or {}, 0.8, tops)
+            if spec.get("logy"):
+                _log_bar_bottom(ax, rows, spec)
+            _bar_text(ax, spec, rows, tops)
     elif "group" in spec:
         for value in sorted({r[spec["group"]] for r in rows}):
             pts = sorted((r for r in rows if r[spec["group"]] == value), key=lambda r: r[spec["x"]])
@@ -297,6 +354,91 @@ def _draw_main(ax: Any, spec: dict[str, Any], rows: list[dict[str, Any]]) -> lis
     return positions
 
 
+def _grouped_bars(ax: Any, spec: dict[str, Any], rows: list[dict[str, Any]], xs: list[float],
+                  vals: list[float], band: tuple[list[float], list[float]] | None, width: float,
+                  label: str) -> None:
+    """One series' bars with p10/p90 bars; with `colour_by`, one call (and legend entry) per
+    value of that column, so the legend names the colours."""
+    yerr = _yerr(vals, band) if band else None
+    column = spec.get("colour_by")
+    if not column:
+        ax.bar(xs, vals, width, label=label, capsize=3, yerr=yerr)
+        return
+    names = spec.get("colour_names") or {}
+    values = list(dict.fromkeys(r.get(column) for r in rows))
+    for n, value in enumerate(values):
+        at = [j for j, r in enumerate(rows) if r.get(column) == value]
+        ax.bar([xs[j] for j in at], [vals[j] for j in at], width, color=f"C{n}", capsize=3,
+               label=names.get(str(value), str(value)),
+               yerr=[[yerr[0][j] for j in at], [yerr[1][j] for j in at]] if yerr else None)
+
+
+# the width of a `measure_marks` line, in categories (a bar's marks span the bar group's 0.8)
+MARK_WIDTH = 0.5
+# the styles of `marks` / `measure_marks`, in the order they are named
+MARK_STYLES = ({"colors": "#111111", "linestyles": "solid", "linewidth": 2.4},
+               {"colors": "#666666", "linestyles": "dashed", "linewidth": 1.4},
+               {"colors": "#9467bd", "linestyles": "dotted", "linewidth": 1.6})
+
+
+def _draw_marks(ax: Any, xs: list[float], rows: list[dict[str, Any]], marks: dict[str, str],
+                width: float, tops: list[float]) -> list[float]:
+    """Each mark {label: column} as a short line across each row's position at the column's
+    value; returns `tops` raised to the marks (where text over them starts)."""
+    tops = list(tops)
+    for n, (label, column) in enumerate(marks.items()):
+        at = [j for j, r in enumerate(rows) if _number(r.get(column))]
+        if not at:
+            continue
+        ys = [float(rows[j][column]) for j in at]
+        ax.hlines(ys, [xs[j] - width / 2 for j in at], [xs[j] + width / 2 for j in at],
+                  label=label, zorder=4, **MARK_STYLES[n % len(MARK_STYLES)])
+        for j, y in zip(at, ys, strict=True):
+            tops[j] = max(tops[j], y)
+    return tops
+
+
+def _log_bar_bottom(ax: Any, rows: list[dict[str, Any]], spec: dict[str, Any]) -> None:
+    """Bars on a log axis start at zero, which it cannot show: the axis starts a little below
+    the lowest bar, p10 or mark instead."""
+    columns = [*spec["series"].values(), *(spec.get("marks") or {}).values()]
+    columns += [f"{c}_low" for c in spec["series"].values()]
+    values = [float(r[c]) for r in rows for c in columns if _number(r.get(c)) and r[c] > 0]
+    if values:
+        ax.set_ylim(min(values) / 1.6, ax.get_ylim()[1])
+
+
+def _point_text(ax: Any, spec: dict[str, Any], xs: list[float], ys: list[float]) -> None:
+    """`measure_text`'s figure at each (x, y), left-aligned: right of the second panel's own
+    points ("{:.3g}x")."""
+    fmt = spec.get("measure_text")
+    for x, y in zip(xs, ys, strict=True) if fmt else ():
+        ax.annotate(fmt.format(y), (x, y), xytext=(2, 0), textcoords="offset points",
+                    ha="left", va="center", fontsize=8.5, fontweight="bold", color="#1f1f1f")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _bar_text(ax: Any, spec: dict[str, Any], rows: list[dict[str, Any]], tops: list[float]
+              ) -> None:
+    """`bar_text`'s figure over each bar (above its p10/p90 bar and marks), with the headroom
+    it needs inside the axes."""
+    text = spec.get("bar_text")
+    if not text:
+        return
+    for j, r in enumerate(rows):
+        value = r.get(text["column"])
+        if _number(value):
+            ax.annotate(text.get("format", "{:.3g}").format(value), (j, tops[j]),
+                        xytext=(0, 2), textcoords="offset points", ha="center", va="bottom",
+                        fontsize=7.5, color="#333333")
+    low, high = ax.get_ylim()
+    # a log axis needs its top raised by a factor, a linear one by a share of its span
+    ax.set_ylim(low, high * 1.8 if spec.get("logy") else high + 0.08 * (high - low))
+
+
 def _label(value: Any) -> str:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return plain(value)
@@ -315,13 +457,25 @@ def _draw_measure(ax: Any, spec: dict[str, Any], rows: list[dict[str, Any]], col
     """The judged quantity over the sweep with p10/p90 bars; returns the x values drawn at."""
     style = {"marker": "o", "color": "#4c72b0"}
     kind = spec.get("kind", "lines")
-    if kind in {"bars", "stacked"}:
+    own = spec.get("measure_rows") is not None
+    if own or kind in {"bars", "stacked"}:
         xs = [float(j) for j in range(len(rows))]
+        if own:
+            # the points are readings, not a sweep: drawn unjoined, over their own categories
+            positions = [_label(r.get(spec.get("measure_x"))) for r in rows]
+            style["linestyle"] = "none"
+            style["markersize"] = 7
         _errorbar(ax, xs, [float(r[column]) for r in rows], _band(rows, column),
-                  label="measured, p10/p90 bars", **style)
+                  label=spec.get("measure_legend", "measured, p10/p90 bars"), **style)
+        if own:
+            marks = spec.get("measure_marks") or {}
+            _draw_marks(ax, xs, rows, marks, MARK_WIDTH, [0.0] * len(rows))
+            # the value clear of the marks' lines, right of their ends
+            clear = (MARK_WIDTH / 2 if marks else 0.0) + 0.03
+            _point_text(ax, spec, [x + clear for x in xs], [float(r[column]) for r in rows])
         ax.set_xticks(range(len(rows)), positions or [])
         ax.set_xlim(-0.5, len(rows) - 0.5)
-        ax.set_xlabel(spec.get("xlabel", ""))
+        ax.set_xlabel(spec.get("measure_xlabel", "") if own else spec.get("xlabel", ""))
         drawn, numeric_x = xs, False
     else:
         x = spec.get("x") if _numeric(rows, spec.get("x")) else None
@@ -348,6 +502,8 @@ def _draw_measure(ax: Any, spec: dict[str, Any], rows: list[dict[str, Any]], col
         ax.set_xlabel(spec.get("xlabel", "") if x == spec.get("x")
                       else AXIS_NAMES.get(x, "point" if x == "_point" else x))
     values = [float(r[c]) for r in rows for c in (column, f"{column}_low", f"{column}_high")]
+    values += [float(r[c]) for r in rows for c in (spec.get("measure_marks") or {}).values()
+               if own and _number(r.get(c))]
     if min(values) > 0 and max(values) / min(values) > 8:
         ax.set_yscale("log")
     _overlay_measure(ax, rows, column, view, drawn)
@@ -382,7 +538,9 @@ def _overlay_measure(ax: Any, rows: list[dict[str, Any]], column: str, view: Cla
     if percent:
         # an overhead claimed in percent, drawn on the time-ratio panel as 1 + p/100
         low, high = (None if v is None else 1 + v / 100 for v in (low, high))
-    if (expected.get("kind") == "ratio" and measured.get("unit") == "x") or percent:
+    # an error verdict has no measured value: the claim is still drawn on a ratio panel
+    unit = measured.get("unit") or expected.get("unit")
+    if (expected.get("kind") == "ratio" and unit == "x") or percent:
         at = (expected.get("condition") or {}).get("at")
         text = f"claimed {expected.get('text')}"
         if at is not None and low is not None:
@@ -507,6 +665,8 @@ def _header(fig: Any, view: ClaimView) -> None:
     what = (view.measured or {}).get("what")
     if what:
         third += f";  measured = {what}"
+    elif view.reason and view.verdict == "error":
+        third += f";  {view.reason}"
     if len(third) > HEADER_CHARS:
         # the header has one line for this; the whole text is in the evidence record
         third = third[:HEADER_CHARS - 1].rstrip() + "…"

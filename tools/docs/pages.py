@@ -45,6 +45,7 @@ BLOCKS: dict[str, Callable[[Sources], str]] = {
     "model-table": models.block_model_table,
     "model-claims": models.block_model_claims,
     "serving-verdicts": serving.block_serving_verdicts,
+    "serving-pictures": serving.block_serving_pictures,
     "models-hf": serving.block_models_hf,
     # the user pages' few figures
     "calibration": runs.block_calibration,

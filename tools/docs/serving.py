@@ -1,7 +1,7 @@
 """The serving claims on the H200 (docs/models.md): each claim's pooled verdict from its committed
 evidence, the reading judged and the batches, the roofline ratio, the stacked-model check per
-side and the layers below their floor fraction; and HF transformers' models beside flopkb's
-stack from bench/models_hf.py's results file."""
+side and the layers below their floor fraction; each claim's picture from its newest evidence;
+and HF transformers' models beside flopkb's stack from bench/models_hf.py's results file."""
 
 from __future__ import annotations
 
@@ -100,6 +100,51 @@ def block_serving_verdicts(src: Sources) -> str:
         "above it x 1.1 is refused. Stacked / composed: one pattern period with RMSNorm and "
         "residuals timed end to end against the sum of its layers timed alone, and against that "
         "sum plus the stack's norms and residual adds (which the composed models leave out).")
+
+
+# where the pictures of evidence from before the serving experiments drew one are
+IMAGES = "docs/img"
+
+
+def _picture(src: Sources, e: EvidenceRecord) -> str:
+    """The picture's path as docs/models.md links it: beside the evidence where its run drew it,
+    else in docs/img/ (drawn from the committed record). Neither stops the generator, naming the
+    command that draws it: the page never shows an older run's picture under a newer verdict."""
+    name = f"{e.id}.png"
+    if name in (e.artifacts or []) and (src.root / "records" / "evidence" / name).is_file():
+        return f"../records/evidence/{name}"
+    if (src.root / IMAGES / name).is_file():
+        return f"img/{name}"
+    raise MissingFigure(f"no picture of {e.id}: python tools/replot_evidence.py "
+                        f"records/evidence/{e.id}.yaml --out {IMAGES}")
+
+
+def _caption(e: EvidenceRecord) -> str:
+    """The claim, its run and evidence, what was claimed and composed, and the verdict."""
+    reading = e.statistics["data"]["claim_reading"]
+    if _figure(e) != "-":
+        verdict = f"composed {_figure(e)} at the {reading} reading: **{e.verdict.value}**"
+    else:
+        # an error verdict has no figure: the refusal's own first clause says why
+        verdict = f"**{e.verdict.value}** at the {reading} reading, " + \
+            (e.reason or "").split("; ")[0]
+    return paragraph(f"`{e.claim}`, run of {e.timestamp:%Y-%m-%d %H:%M} UTC "
+                     f"([evidence](../records/evidence/{e.id}.yaml)): claimed "
+                     f"{(e.expected or {}).get('text', '-')}, {verdict}.")
+
+
+def block_serving_pictures(src: Sources) -> str:
+    """Each serving claim's picture (flopkb/verify/experiments/serving/picture.py), from its
+    newest full-run evidence on the H200, under a caption with its verdict."""
+    parts = []
+    for claim in CLAIMS:
+        runs = src.runs(claim)
+        if not runs:
+            raise MissingFigure(f"no evidence for {claim}")
+        e = runs[-1]
+        parts.append(_caption(e) + f"\n![{claim} on the H200: {e.verdict.value}]"
+                     f"({_picture(src, e)})\n")
+    return "\n".join(parts)
 
 
 def _hf_cell(side: dict[str, Any] | None) -> str:

@@ -154,6 +154,10 @@ def test_every_committed_evidence_with_a_sweep_can_be_replotted(tmp_path: Path) 
     drawn = [ev for ev in kb.evidence.values()
              if ev.sweep and not ("plot" in ev.statistics and ev.statistics["plot"] is None)]
     drawn += [ev for ev in kb.evidence.values() if replot._partition_rows(ev)]
+    # the serving experiments' too, by their experiment's own description (serving.picture)
+    serving = [ev for ev in kb.evidence.values() if replot._serving(ev)]
+    assert serving and all(ev.statistics["plot"] is None for ev in serving)
+    drawn += serving
     assert drawn and all(replot.spec_of(ev) is not None for ev in drawn)
     crossover = [p for p in paths if "ssd-attention-crossover" in p.name]
     written = replot.replot(crossover, tmp_path)
@@ -240,3 +244,54 @@ def test_a_category_chart_can_ask_for_no_measure_panel() -> None:
             assert len(fig.axes) == axes
         finally:
             plt.close(fig)
+
+
+def test_bars_coloured_by_a_column_with_marks_text_and_their_own_measure_points() -> None:
+    """The serving pictures' pieces, general: bars kept by a list filter and coloured by side, a
+    floor line across each bar, floor / time over it, a log axis; a second panel of composed
+    points (one per reading, not per row) with their own marks, and the claim drawn on it even
+    when an error verdict measured nothing."""
+    rows = [{"label": f"{side}\n{kind}", "side": side, "ms": ms, "ms_low": 0.9 * ms,
+             "ms_high": 1.1 * ms, "floor_ms": ms / 4, "floor_fraction": 0.25}
+            for side, kind, ms in (("model", "scan", 50.0), ("model", "mlp", 0.5),
+                                   ("baseline", "attention", 200.0), ("baseline", "mlp", 0.5))]
+    rows.append({**rows[0], "label": "model\nscan at another batch"})
+    spec = {"kind": "bars", "x": "label", "filter": {"label": [r["label"] for r in rows[:4]]},
+            "series": {"one layer": "ms"}, "colour_by": "side",
+            "colour_names": {"model": "model: m", "baseline": "baseline: b"},
+            "marks": {"floor": "floor_ms"}, "bar_text": {"column": "floor_fraction",
+                                                         "format": "{:.0%}"},
+            "logy": True, "title": "what the bars are",
+            "measure_rows": [{"reading": "a", "ratio": 2.0, "ratio_low": 1.9, "ratio_high": 2.1,
+                              "roof": 2.5},
+                             {"reading": "b (judged)", "ratio": 3.0, "ratio_low": 2.9,
+                              "ratio_high": 3.1, "roof": 2.6}],
+            "measure_x": "reading", "measure_marks": {"roofline": "roof"},
+            "measure_text": "{:.3g}x"}
+    error = ClaimView(claim="a/b", experiment="serving-x", gpu="G", accelerator=None,
+                      verdict="error", reason="implausible: above the roofline",
+                      expected={"text": "up to 6x", "kind": "ratio", "low": None, "high": 6.0,
+                                "unit": "x", "condition": {}})
+    fig = plots.figure(spec, rows, error)
+    try:
+        bars, points = fig.axes[:2]
+        fig.canvas.draw()
+        assert [t.get_text() for t in bars.get_xticklabels()] == [r["label"] for r in rows[:4]]
+        assert bars.get_legend_handles_labels()[1] == ["floor", "model: m", "baseline: b"]
+        assert {p.get_facecolor() for p in bars.patches[:2]} != \
+            {p.get_facecolor() for p in bars.patches[2:4]}
+        floor = next(c for c in bars.collections if c.get_label() == "floor")
+        assert [seg[0][1] for seg in floor.get_segments()] == [12.5, 0.125, 50.0, 0.125]
+        texts = _texts(fig)
+        assert texts.count("25%") == 4 and "what the bars are" in texts
+        assert bars.get_yscale() == "log" and bars.get_ylim()[0] > 0
+        # the points over their own categories, unjoined, their values printed, the claim drawn
+        assert [t.get_text() for t in points.get_xticklabels()] == ["a", "b (judged)"]
+        series = next(c for c in points.containers if isinstance(c, ErrorbarContainer))
+        assert series.lines[0].get_linestyle() == "None"
+        assert "2x" in texts and "3x" in texts
+        labels = points.get_legend_handles_labels()[1]
+        assert "roofline" in labels and "claimed up to 6x" in labels
+        assert any("implausible: above the roofline" in t for t in texts)
+    finally:
+        plt.close(fig)

@@ -284,6 +284,86 @@ def test_measure_runs_end_to_end_on_the_cpu_with_a_stand_in_timer(kb, monkeypatc
     r = m.data["readings"]["equal_batch"]["ratio"]["value"]
     assert r == pytest.approx(64 / 52)
     assert serving.judge(m, parse_magnitude("up to 3x"), m.conditions).measured.value == r
+    # the picture every GPU run draws per claim: the judged rows' bars (prefill and the decode
+    # step at batch 1, both sides) and the composed ratio of the one reading
+    assert m.plot is not None and m.plot["kind"] == "bars" and m.plot["x"] == "label"
+    assert len(m.plot["filter"]["label"]) == len(m.sweep) == 6 + 4
+    assert all(r["label"] in m.plot["filter"]["label"] for r in m.sweep)
+    [point] = m.plot["measure_rows"]
+    assert point["ratio"] == pytest.approx(64 / 52) and point["reading"].endswith("(judged)")
+    _draws(m)
+
+
+def _draws(m) -> None:
+    """The measurement's picture draws (matplotlib, where installed), its header the claim."""
+    plt = pytest.importorskip("matplotlib.pyplot")
+    from flopkb.verify import plots
+
+    view = plots.ClaimView(claim="nemotron-h/faster-inference", experiment="serving-nemotron-h",
+                           gpu="G", accelerator=None, verdict="confirmed",
+                           expected={"text": "up to 3x", "kind": "ratio", "low": None,
+                                     "high": 3.0, "unit": "x", "condition": {}})
+    fig = plots.figure(m.plot, m.sweep, view)
+    try:
+        bars, ratio = fig.axes[:2]
+        assert len(bars.get_xticklabels()) == len(m.plot["filter"]["label"])
+        # the floors, where the run had ceilings to compute them from (not the CPU stand-in)
+        floors = any("floor_ms" in r for r in m.sweep)
+        assert ("the layer's floor" in bars.get_legend_handles_labels()[1]) == floors
+        assert "claimed up to 3x" in ratio.get_legend_handles_labels()[1]
+    finally:
+        plt.close(fig)
+
+
+def test_the_picture_shows_the_judged_reading_batches_of_each_side(kb: KnowledgeBase) -> None:
+    # Kimi at the memory-limited reading: the model's decode rows at its own largest batch, the
+    # baseline's at its own; the model's batch-1 rows (the equal-batch reading) are left out
+    s = serving.setup(dict(hook("serving-kimi-decode").DEFAULTS))
+    per = serving.batches(s, kb)
+    speed = {"kda": 1e-4, "mla": 1e-2, "mlp": 1e-4, "moe": 1e-4}
+    times = fake_times(kb, s, per, speed)
+    for side in times.values():  # each layer at twice its floor
+        side["decode"] = {b: {t: serving.LayerTimes({"bundled": iv}, floor_s=iv.value / 2)
+                              for t, iv in table.items()} for b, table in side["decode"].items()}
+    m = serving.build(s, times, kb, per)
+    kept = [r for r in m.sweep if r["label"] in m.plot["filter"]["label"]]
+    assert all(r["floor_fraction"] == pytest.approx(0.5) for r in kept)
+    batch = per["memory_limited"]
+    assert {(r["side"], r["batch"]) for r in kept} == {("model", batch["model"]),
+                                                      ("baseline", batch["baseline"])}
+    assert len({r["label"] for r in m.sweep}) == len(m.sweep)  # a label names one row
+    assert "model\nmla \u00d77\ndecode B=" in kept[1]["label"]
+    names = [p["reading"] for p in m.plot["measure_rows"]]
+    assert names[0].startswith("equal_batch") and names[1].endswith("(judged)")
+    assert m.plot["measure_rows"][1]["refused_above"] == pytest.approx(
+        1.1 * m.data["roofline"]["memory_limited"])
+    # a step timed 100x apart across layer types reads on a log axis
+    assert m.plot["logy"]
+    _draws(m)
+
+
+def test_a_committed_serving_record_is_drawn_by_replot(tmp_path) -> None:
+    # the committed serving evidence stored no plot: replot builds it with the experiment's own
+    # function from the record's data and sweep
+    import importlib.util
+
+    from flopkb.kb import load_files
+    from flopkb.verify.experiments.serving import picture
+
+    pytest.importorskip("matplotlib")
+    root = bundled_root()
+    spec = importlib.util.spec_from_file_location("replot_evidence",
+                                                  root / "tools" / "replot_evidence.py")
+    replot = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(replot)
+    path = root / "records/evidence/ev-samba--prompt-throughput-h200-sxm-20261204t182102z.yaml"
+    kb, _ = load_files([path])
+    [ev] = kb.evidence.values()
+    assert ev.statistics["plot"] is None
+    assert replot.spec_of(ev) == picture.plot_spec(ev.statistics["data"], ev.sweep)
+    assert [r["label"] for r in replot.rows_of(ev)] == replot.spec_of(ev)["filter"]["label"]
+    [written] = replot.replot([path], tmp_path)
+    assert written == tmp_path / f"{ev.id}.png" and written.read_bytes()[:4] == b"\x89PNG"
 
 
 # ----- floors, the floor rule, the roofline-ratio refusal -----

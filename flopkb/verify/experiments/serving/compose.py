@@ -1,7 +1,8 @@
 """The serving measurement from per-layer timings, pure (tests drive it with fake times): the
 claim's conditions read, the batches of each reading, each layer's fastest correct
 implementation picked, the model composed from those and from the layers' floors (the roofline
-ratio), every implementation's time and floor fraction kept in the sweep rows."""
+ratio), every implementation's time and floor fraction kept in the sweep rows, and the claim's
+picture described (`picture`)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from flopkb.evidence.measurement import Measurement, size_of
 from flopkb.evidence.stats import Interval
 from flopkb.hardware.model import HardwareModel
 from flopkb.verify.errors import ExperimentError
+
+from .picture import labelled, plot_spec
 
 READINGS = ("equal_batch", "memory_limited")
 SIDES = (("model", "model"), ("baseline", "baseline_architecture"))
@@ -194,4 +197,6 @@ def build(s: dict[str, Any], times: dict[str, Any], kb: Any,
             else {},
             "roofline": {n: r["ratio"]["value"] for n, r in floors[0].items()} if floors
             else {}}
-    return Measurement(data, rows, dict(s))
+    # each row labelled for its bar, and the picture described (the record's `statistics.plot`)
+    rows = labelled(rows, data)
+    return Measurement(data, rows, dict(s), plot=plot_spec(data, rows))

@@ -24,7 +24,7 @@ ROOFLINE_SLACK = 1.1
 QUALITATIVE = "qualitative: the model is faster — ratio above 1.05"
 
 
-def _reading_rows(m: Measurement, r: dict[str, Any]) -> list[dict[str, Any]]:
+def reading_rows(m: Measurement, r: dict[str, Any]) -> list[dict[str, Any]]:
     """The sweep rows the reading composed: both sides' prefill rows and decode rows at the
     side's batch of this reading."""
     batch = {"model": r["model_batch"], "baseline": r["baseline_batch"]}
@@ -48,7 +48,7 @@ def below_floor(m: Measurement, r: dict[str, Any], fraction: float | None
     if fraction is None:
         return [], []
     blocking, known = [], []
-    for row in _reading_rows(m, r):
+    for row in reading_rows(m, r):
         got = row.get("floor_fraction")
         if got is None or got >= fraction:
             continue
@@ -91,7 +91,7 @@ def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
     if known:
         notes.append("below floor_fraction with no faster implementation known: "
                      + "; ".join(known))
-    cached = [_where(row) for row in _reading_rows(m, r) if row.get("faster_than_floor")]
+    cached = [_where(row) for row in reading_rows(m, r) if row.get("faster_than_floor")]
     if cached:
         notes.append("faster than their HBM floor (weights served from L2 between calls, "
                      "which a whole model would not get): " + ", ".join(cached))
