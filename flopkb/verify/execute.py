@@ -159,11 +159,14 @@ def _judge(mod: Any, t: Target, entry: dict[str, Any], cond: dict[str, Any]) -> 
     return Combo(entry, judgement.verdict, judgement.reason, judgement)
 
 
-def merged_entry(entries: list[dict[str, Any]], cond: dict[str, Any]) -> dict[str, Any]:
+def merged_entry(entries: list[dict[str, Any]], cond: dict[str, Any],
+                 describe: Any = None) -> dict[str, Any]:
     """One combination's rounds as one entry: its measurement merged from the rounds that
     measured (`flopkb.evidence.rounds`), judged from the same stored, rounded numbers that
     `flopkb validate` re-derives the verdict from. A round that failed is noted; with none
-    measured, the first round's failure stands."""
+    measured, the first round's failure stands. `describe(data, sweep)`, a hook's `plot_spec`
+    where its picture holds measured figures (not only column names), describes the picture
+    again from the merged measurement, so that it shows the figures judged, not round 1's."""
     ok = [e for e in entries if e["m"] is not None]
     first = ok[0] if ok else entries[0]
     merged = {**first, "rounds": [], "checks": [c for e in entries for c in e["checks"]],
@@ -174,7 +177,8 @@ def merged_entry(entries: list[dict[str, Any]], cond: dict[str, Any]) -> dict[st
     data, sweep = merge_rounds(rounds)
     failed = [f"round {i + 1} of {len(entries)}: {e['error'] or e['unavailable']}"
               for i, e in enumerate(entries) if e["m"] is None]
-    merged.update(m=Measurement(data, sweep, dict(cond), first["m"].plot), rounds=rounds,
+    plot = describe(data, sweep) if describe else first["m"].plot
+    merged.update(m=Measurement(data, sweep, dict(cond), plot), rounds=rounds,
                   notes=[*first["notes"], *failed])
     return merged
 
@@ -200,8 +204,9 @@ def _read(s: Session, ctx: Context, job: Job, mod: Any, t: Target,
             if key(combo, r) not in cache:
                 cache[key(combo, r)] = _measure(s, ctx, info, mod, cond, combo, primary=i == 0,
                                                 round_index=r)
-    judged = [_judge(mod, t, merged_entry([cache[key(combo, r)] for r in range(s.rounds)], cond),
-                     cond) for combo in combos]
+    describe = getattr(mod, "plot_spec", None)
+    judged = [_judge(mod, t, merged_entry([cache[key(combo, r)] for r in range(s.rounds)], cond,
+                                          describe), cond) for combo in combos]
     first = judged[0]
     verdict, reason, applicable = first.verdict, first.reason, None
     na = not_applicable(s.kb, s.accelerator, t, info.needs)

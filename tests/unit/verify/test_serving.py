@@ -342,6 +342,27 @@ def test_the_picture_shows_the_judged_reading_batches_of_each_side(kb: Knowledge
     _draws(m)
 
 
+def test_the_picture_shows_the_merged_rounds_not_the_first(kb: KnowledgeBase) -> None:
+    # verify merges the rounds (medians, bands widened) and judges that: the picture's composed
+    # ratios are described again from the merged measurement (execute.merged_entry)
+    from flopkb.verify.execute import merged_entry
+
+    s = serving.setup(dict(hook("serving-samba-prompt").DEFAULTS))
+    per = serving.batches(s, kb)
+    entries = []
+    for attention in (0.1, 0.2, 0.3):
+        speed = {"mamba1": 0.01, "sliding_attention": 0.01, "mlp": 0.01, "attention": attention}
+        m = serving.build(s, fake_times(kb, s, per, speed), kb, per)
+        entries.append({"m": m, "notes": [], "checks": [], "duration": 1.0, "error": None,
+                        "unavailable": None})
+    merged = merged_entry(entries, dict(s), serving.plot_spec)["m"]
+    [point] = merged.plot["measure_rows"]
+    ratio = merged.data["readings"]["equal_batch"]["ratio"]
+    assert (point["ratio"], point["ratio_low"], point["ratio_high"]) == \
+        (ratio["value"], ratio["low"], ratio["high"])
+    assert point["ratio"] != entries[0]["m"].plot["measure_rows"][0]["ratio"]
+
+
 def test_a_committed_serving_record_is_drawn_by_replot(tmp_path) -> None:
     # the committed serving evidence stored no plot: replot builds it with the experiment's own
     # function from the record's data and sweep

@@ -23,7 +23,8 @@ declaration's `reading_why` (which reading of the source's conditions is judged,
 stated in the verdict. The rules the verdict is read by: `judging`.
 
 Modules: `compose` (conditions, readings, the measurement from per-layer times: pure), `run`
-(the device side), `judging` (the verdict), `checks` (the CPU check).
+(the device side), `judging` (the verdict), `checks` (the CPU check), `picture` (the claim's
+picture as data; `plot_spec` describes it again from the merged rounds, as it holds figures).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from __future__ import annotations
 from .checks import cpu_check
 from .compose import DEFAULTS, READINGS, LayerTimes, batches, build, setup
 from .judging import judge
+from .picture import plot_spec
 from .run import measure
 
 # execute.py runs one measurement whatever --impl asks: `measure` times every implementation the
@@ -38,4 +40,4 @@ from .run import measure
 TIMES_EVERY_IMPLEMENTATION = True
 
 __all__ = ["DEFAULTS", "READINGS", "LayerTimes", "batches", "build", "cpu_check", "judge",
-           "measure", "setup"]
+           "measure", "plot_spec", "setup"]
