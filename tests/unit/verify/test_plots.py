@@ -295,3 +295,14 @@ def test_bars_coloured_by_a_column_with_marks_text_and_their_own_measure_points(
         assert any("implausible: above the roofline" in t for t in texts)
     finally:
         plt.close(fig)
+
+
+def test_many_bars_described_in_words_widen_the_figure() -> None:
+    """Ten bars of three-line labels (Nemotron-H's prefill and decode layers, both sides) ran
+    into each other in 9 inches: each bar keeps room for its longest label line."""
+    rows = [{"label": f"baseline\nattention \u00d732\ndecode B={b}", "ms": 1.0}
+            for b in range(10)]
+    spec = {"kind": "bars", "x": "label", "series": {"one layer": "ms"}}
+    assert plots._figure_width(spec, rows[:5]) == 9.0
+    assert plots._figure_width(spec, rows) > 12.0
+    assert plots._figure_width({**spec, "kind": "lines"}, rows) == 9.0
