@@ -63,6 +63,8 @@ VERDICT_COLOURS = {
 }
 # characters of the header's third line (experiment; measured = ...) that fit the 10-inch figure
 HEADER_CHARS = 128
+# the margins beside the panels, inches: the y label left, the legends right
+LEFT_IN, RIGHT_IN = 0.81, 2.52
 CLAIM_COLOUR = "#d62728"
 MEASURED_COLOUR = "#1f1f1f"
 # Columns that hold the judged quantity per sweep point, in the order they are looked for.
@@ -180,9 +182,9 @@ def figure(spec: dict[str, Any], rows: list[dict[str, Any]], view: ClaimView) ->
         height = (6.6 if second else 4.8) + 0.14 * max(0, rule_lines - 1) + 0.16 * len(title) \
             + gap
         fig = plt.figure(figsize=(width, height), dpi=110)
-        # the margins stay the same in inches (the y label left, the legends right)
+        # the margins stay the same in inches however wide the figure
         grid = fig.add_gridspec(2 if second else 1, 1, height_ratios=[3, 2] if second else [1],
-                                left=0.81 / width, right=1 - 2.52 / width,
+                                left=LEFT_IN / width, right=1 - RIGHT_IN / width,
                                 top=1 - (1.05 + 0.16 * len(title) + (0.1 if title else 0)) / height,
                                 bottom=0.06 + (0.6 + 0.14 * max(0, rule_lines - 1)) / height,
                                 hspace=0.45 if own_points else 0.1 if kind != "category" else 0.3)
@@ -217,13 +219,12 @@ def figure(spec: dict[str, Any], rows: list[dict[str, Any]], view: ClaimView) ->
 
 def _figure_width(spec: dict[str, Any], rows: list[dict[str, Any]]) -> float:
     """9 inches; wider for a bar chart whose bars need more room for their labels than 9 inches
-    give (the panel is the figure less 3.33 inches of margins; 0.065 inch a character of a
-    7.5-point label line, one spare)."""
+    give (0.065 inch a character of a 7.5-point label line, one spare)."""
     if spec.get("kind") != "bars" or not rows:
         return 9.0
     lines = [line for r in rows for line in _label(r.get(spec.get("x"))).splitlines()]
     per_bar = max(0.81, 0.065 * (max(map(len, lines), default=0) + 1))
-    return max(9.0, 3.33 + per_bar * len(rows) * len(spec.get("series") or {}))
+    return max(9.0, LEFT_IN + RIGHT_IN + per_bar * len(rows) * len(spec.get("series") or {}))
 
 
 def _kept(value: Any, wanted: Any) -> bool:
@@ -233,7 +234,7 @@ def _kept(value: Any, wanted: Any) -> bool:
 
 def _title_lines(spec: dict[str, Any], width: float) -> list[str]:
     """The title wrapped to the panel's width (`width`: the figure's, inches; 8.5-point text)."""
-    chars = int((width - 0.81 - 2.52) * 17)
+    chars = int((width - LEFT_IN - RIGHT_IN) * 17)
     return textwrap.wrap(spec["title"], width=chars) if spec.get("title") else []
 
 
