@@ -16,12 +16,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from flopkb.evidence import stats
-from flopkb.evidence.measurement import Judgement, Measurement, point_row, size_of
+from flopkb.evidence.measurement import (
+    Judgement,
+    Measurement,
+    declared_criterion,
+    point_row,
+    size_of,
+)
 from flopkb.evidence.stats import Interval
 from flopkb.verify.errors import ExperimentError
 from flopkb.verify.experiments import _training
 
 if TYPE_CHECKING:
+    from flopkb.model.experiment import Experiment
     from flopkb.verify.context import Context
 
 # The conditions it runs under where a claim row sets none: the declaration's `point`
@@ -138,7 +145,8 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     return Measurement({"primary": rows[0]}, rows, dict(cond), plot)
 
 
-def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
+def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment
+          ) -> Judgement:
     p = m.data["primary"]
     measured = Interval(p["share"], p["share_low"], p["share_high"])
     what = (f"share of a chunked-SSD training step's kernel time in matmul kernels (forward "
@@ -146,5 +154,4 @@ def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
             else "share of chunked-SSD forward time in matmul stages")
     return Judgement(measured, "fraction", f"{what}, N={p['state_dim']}, T={p['seq_len']}",
                      stats.decide_above(measured, THRESHOLD, margin=0.0),
-                     "qualitative 'dominated by matmuls': time-share interval above 0.5 confirms, "
-                     "below 0.5 refutes")
+                     declared_criterion(declaration))

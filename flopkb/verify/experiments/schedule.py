@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from flopkb.evidence.measurement import (
     Judgement,
     Measurement,
+    declared_criterion,
     judge_ratio,
     point_row,
     ratio_of,
@@ -17,6 +18,7 @@ from flopkb.evidence.measurement import (
 from flopkb.evidence.stats import ratio_interval
 
 if TYPE_CHECKING:
+    from flopkb.model.experiment import Experiment
     from flopkb.verify.context import Context
 
 # State sizes swept beside the claim's own.
@@ -103,13 +105,13 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     return Measurement({"primary": rows[0]}, rows, dict(cond), plot)
 
 
-def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
+def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment
+          ) -> Judgement:
     p = m.data["primary"]
 
     return judge_ratio(
         ratio_of(p), mag,
         what=f"t(scan schedule) / t(chunked schedule), same SSD math, T={p['seq_len']}, "
         f"N={p['state_dim']}",
-        qualitative="qualitative: the scan schedule is slower on the same math — ratio interval "
-        "above 1.05 confirms, wholly below 1 refutes",
+        qualitative=declared_criterion(declaration),
     )

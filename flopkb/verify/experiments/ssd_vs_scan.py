@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from flopkb.evidence.measurement import (
     Judgement,
     Measurement,
+    declared_criterion,
     judge_ratio,
     point_row,
     ratio_of,
@@ -23,6 +24,7 @@ from flopkb.evidence.stats import ratio_interval
 from flopkb.verify.experiments import _training
 
 if TYPE_CHECKING:
+    from flopkb.model.experiment import Experiment
     from flopkb.verify.context import Context
 
 # State sizes swept beside the claim's own.
@@ -117,10 +119,11 @@ def _training_row(ctx: Context, cond: dict[str, Any], ssd: Any, scan: Any,
                      ratio_low=r.low, ratio_high=r.high)
 
 
-def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
+def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment
+          ) -> Judgement:
     p = m.data["primary"]
     return judge_ratio(
         ratio_of(p), mag,
         what=f"t(selective scan) / t(SSD chunked), T={p['seq_len']}, N={p['state_dim']}",
-        qualitative="qualitative: SSD faster — ratio interval above 1.05 confirms, below 1 refutes",
+        qualitative=declared_criterion(declaration),
     )
