@@ -22,6 +22,7 @@ from flopkb.evidence.measurement import (
 )
 from flopkb.evidence.stats import ratio_interval
 from flopkb.verify.experiments import _training
+from flopkb.verify.experiments._layer_scan import check_layer_scan
 
 if TYPE_CHECKING:
     from flopkb.model.experiment import Experiment
@@ -36,14 +37,7 @@ DEFAULTS: dict[str, Any] = {}
 
 
 def cpu_check(ctx: Context) -> None:
-    import torch
-
-    scan_bench = ctx.load("selective_scan", "bench")
-    scan = ctx.load("selective_scan", "forward")
-    ref = ctx.load("selective_scan", "reference")
-    args = scan_bench.layer_inputs(2, 6, 23, 8, dtype=torch.float32)
-    ctx.check("selective_scan.forward.selective_scan (softplus, bias)",
-              scan.selective_scan(*args, True), ref.selective_scan_reference(*args, True))
+    check_layer_scan(ctx)
 
 
 def points(cond: dict[str, Any], quick: bool) -> list[tuple[int, int]]:
