@@ -113,15 +113,6 @@ def judge_ratio(primary: Interval, mag: Magnitude | None, *, what: str, unit: st
                      f"({mag.text!r}) has no reading here")
 
 
-def declared_criterion(declaration: Any) -> str:
-    """The text a qualitative verdict states: the `qualitative.criterion` of the experiment's
-    declaration, the one place a hook's criterion is written. '' for a declaration without a
-    qualitative block: no qualitative claim may link it (FKB527), and a figure is read by the
-    criterion `judge_ratio` states for it."""
-    q = declaration.qualitative
-    return q.criterion if q is not None else ""
-
-
 def _fmt(x: float | None) -> str:
     return "open" if x is None else f"{x:.3g}"
 

@@ -31,14 +31,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from flopkb.evidence.measurement import (
-    Judgement,
-    Measurement,
-    declared_criterion,
-    judge_ratio,
-    point_row,
-    ratio_of,
-)
+from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio, point_row, ratio_of
 from flopkb.evidence.stats import Interval, claimed_interval, decide, ratio_interval
 
 if TYPE_CHECKING:
@@ -242,9 +235,9 @@ def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experi
         return _judge_figure(m, mag)
     p = m.data["primary"]
     if m.data.get("impl") == "cub":
-        return _judge_cub(m, p, mag, declared_criterion(declaration))
+        return _judge_cub(m, p, mag, declaration.qualitative_criterion)
     return judge_ratio(
         ratio_of(p), mag,
         what=f"t(fixed-order sum) / t(atomic sum), {p['elements']} fp32 elements",
-        qualitative=declared_criterion(declaration),
+        qualitative=declaration.qualitative_criterion,
     )

@@ -10,14 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from flopkb.evidence.measurement import (
-    Judgement,
-    Measurement,
-    declared_criterion,
-    judge_ratio,
-    point_row,
-    ratio_of,
-)
+from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio, point_row, ratio_of
 from flopkb.evidence.stats import ratio_interval
 
 if TYPE_CHECKING:
@@ -100,5 +93,5 @@ def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experi
         ratio_of(p), mag,
         what=f"t(INT8 emulated on bf16 MMA) / t(native INT8 MMA), same Triton kernel, "
         f"{p['size']}^3 (vs cuBLASLt: {p.get('ratio_vs_cublaslt') or float('nan'):.2f})",
-        qualitative=declared_criterion(declaration),
+        qualitative=declaration.qualitative_criterion,
     )

@@ -7,14 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from flopkb.evidence.measurement import (
-    Judgement,
-    Measurement,
-    declared_criterion,
-    judge_ratio,
-    point_row,
-    ratio_of,
-)
+from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio, point_row, ratio_of
 from flopkb.evidence.stats import ratio_interval
 from flopkb.verify.errors import ExperimentError
 
@@ -99,5 +92,5 @@ def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experi
         ratio_of(p), mag,
         what=f"t(fastest plain PyTorch: {p['best_pytorch']}) / t(chunked kernel), "
         f"T={p['seq_len']}",
-        qualitative=declared_criterion(declaration),
+        qualitative=declaration.qualitative_criterion,
     )

@@ -4,13 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from flopkb.evidence.measurement import (
-    Judgement,
-    Measurement,
-    declared_criterion,
-    judge_ratio,
-    point_row,
-)
+from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio, point_row
 from flopkb.evidence.stats import Interval, ratio_interval
 
 if TYPE_CHECKING:
@@ -80,5 +74,5 @@ def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experi
         Interval(p["speedup"], p["speedup_low"], p["speedup_high"]), mag,
         what=f"t(dense) / t(low rank), r={p['rank']} (FLOP ratio {p['flop_ratio']:.2f}, "
         f"efficiency {p['efficiency']:.2f}), cuBLAS",
-        qualitative=declared_criterion(declaration),
+        qualitative=declaration.qualitative_criterion,
     )

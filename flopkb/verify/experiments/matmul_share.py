@@ -16,13 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from flopkb.evidence import stats
-from flopkb.evidence.measurement import (
-    Judgement,
-    Measurement,
-    declared_criterion,
-    point_row,
-    size_of,
-)
+from flopkb.evidence.measurement import Judgement, Measurement, point_row, size_of
 from flopkb.evidence.stats import Interval
 from flopkb.verify.errors import ExperimentError
 from flopkb.verify.experiments import _training
@@ -154,4 +148,4 @@ def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experi
             else "share of chunked-SSD forward time in matmul stages")
     return Judgement(measured, "fraction", f"{what}, N={p['state_dim']}, T={p['seq_len']}",
                      stats.decide_above(measured, THRESHOLD, margin=0.0),
-                     declared_criterion(declaration))
+                     declaration.qualitative_criterion)

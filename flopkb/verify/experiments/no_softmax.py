@@ -21,13 +21,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from flopkb.evidence import stats
-from flopkb.evidence.measurement import (
-    Judgement,
-    Measurement,
-    declared_criterion,
-    point_row,
-    size_of,
-)
+from flopkb.evidence.measurement import Judgement, Measurement, point_row, size_of
 from flopkb.evidence.stats import Interval
 
 if TYPE_CHECKING:
@@ -153,4 +147,4 @@ def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experi
         f"SIMT share of softmax attention's forward ({p['attention_simt_share']:.3g}) over "
         f"chunked SSD's ({p['ssd_simt_share']:.3g}), equal shapes, T={p['seq_len']}",
         stats.decide_above(measured, 1.0),
-        declared_criterion(declaration))
+        declaration.qualitative_criterion)

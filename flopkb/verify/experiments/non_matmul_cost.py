@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from flopkb.evidence.measurement import Judgement, Measurement, declared_criterion, judge_ratio
+from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio
 from flopkb.evidence.stats import Interval, ratio_interval
 from flopkb.hardware.model import HardwareModel
 
@@ -112,5 +112,5 @@ def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experi
     return judge_ratio(
         Interval(r["value"], r["low"], r["high"]), mag,
         what=f"bf16 GEMM FLOP/s / FP32 fma-chain FLOP/s{beside}",
-        qualitative=declared_criterion(declaration),
+        qualitative=declaration.qualitative_criterion,
     )

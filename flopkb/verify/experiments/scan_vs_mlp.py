@@ -13,14 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from flopkb.evidence.measurement import (
-    Judgement,
-    Measurement,
-    declared_criterion,
-    judge_ratio,
-    point_row,
-    ratio_of,
-)
+from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio, point_row, ratio_of
 from flopkb.evidence.stats import divide, sum_interval
 from flopkb.verify.experiments import _training
 
@@ -140,5 +133,5 @@ def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experi
         ratio_of(p), mag,
         what=f"t(Mamba-1 layer) / t(MLP layer), {cond['pass']}, d={cond['d_model']}, "
         f"N={p['state_dim']}{fwd}",
-        qualitative=declared_criterion(declaration),
+        qualitative=declaration.qualitative_criterion,
     )

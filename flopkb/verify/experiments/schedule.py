@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 from flopkb.evidence.measurement import (
     Judgement,
     Measurement,
-    declared_criterion,
     judge_ratio,
     point_row,
     ratio_of,
@@ -113,5 +112,5 @@ def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experi
         ratio_of(p), mag,
         what=f"t(scan schedule) / t(chunked schedule), same SSD math, T={p['seq_len']}, "
         f"N={p['state_dim']}",
-        qualitative=declared_criterion(declaration),
+        qualitative=declaration.qualitative_criterion,
     )

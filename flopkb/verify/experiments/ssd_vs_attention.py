@@ -11,13 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from flopkb.evidence import stats
-from flopkb.evidence.measurement import (
-    Judgement,
-    Measurement,
-    declared_criterion,
-    judge_ratio,
-    point_row,
-)
+from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio, point_row
 from flopkb.evidence.stats import Interval, ratio_interval
 from flopkb.verify.errors import ExperimentError
 from flopkb.verify.experiments import _training
@@ -153,5 +147,5 @@ def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experi
     return judge_ratio(
         Interval(row["ratio"], row["ratio_low"], row["ratio_high"]), mag,
         what=f"t(attention) / t(SSD) at T={at}",
-        qualitative=declared_criterion(declaration),
+        qualitative=declaration.qualitative_criterion,
     )

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 from flopkb.evidence.measurement import (
     Judgement,
     Measurement,
-    declared_criterion,
     judge_ratio,
     point_row,
     ratio_of,
@@ -119,5 +118,5 @@ def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experi
     return judge_ratio(
         ratio_of(p), mag,
         what=f"t(selective scan) / t(SSD chunked), T={p['seq_len']}, N={p['state_dim']}",
-        qualitative=declared_criterion(declaration),
+        qualitative=declaration.qualitative_criterion,
     )
