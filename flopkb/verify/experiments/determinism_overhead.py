@@ -229,8 +229,7 @@ def _judge_cub(m: Measurement, p: dict[str, Any], mag: Any, declared: str) -> Ju
         qualitative=criterion)
 
 
-def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment
-          ) -> Judgement:
+def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment) -> Judgement:
     if mag is not None and mag.kind == "percent":
         return _judge_figure(m, mag)
     p = m.data["primary"]

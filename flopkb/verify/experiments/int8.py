@@ -86,8 +86,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     return Measurement({"primary": primary}, rows, dict(cond), plot)
 
 
-def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment
-          ) -> Judgement:
+def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment) -> Judgement:
     p = m.data["primary"]
     return judge_ratio(
         ratio_of(p), mag,

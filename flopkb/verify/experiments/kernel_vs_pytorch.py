@@ -83,8 +83,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     return Measurement({"primary": rows[-1]}, rows, dict(cond), plot)
 
 
-def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment
-          ) -> Judgement:
+def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment) -> Judgement:
     p = next((r for r in m.sweep if r.get("seq_len") == READ_AT), None)
     if p is None:
         raise ExperimentError(f"the reading point T={READ_AT} was not measured")

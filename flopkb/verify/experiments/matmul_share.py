@@ -139,8 +139,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     return Measurement({"primary": rows[0]}, rows, dict(cond), plot)
 
 
-def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment
-          ) -> Judgement:
+def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment) -> Judgement:
     p = m.data["primary"]
     measured = Interval(p["share"], p["share_low"], p["share_high"])
     what = (f"share of a chunked-SSD training step's kernel time in matmul kernels (forward "

@@ -104,8 +104,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     return Measurement(data, rows, dict(cond), plot)
 
 
-def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment
-          ) -> Judgement:
+def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment) -> Judgement:
     r = m.data["ratio_fma"]
     sheet = (m.data.get("datasheet") or {}).get("tensor_to_simt_ratio")
     beside = f"; datasheet ratio {sheet:.3g}" if isinstance(sheet, (int, float)) else ""

@@ -125,8 +125,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     return Measurement({"primary": rows[0], "pass": primary_pass}, rows, dict(cond), plot)
 
 
-def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment
-          ) -> Judgement:
+def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment) -> Judgement:
     p = m.data["primary"]
     fwd = (f"; forward only {p['forward_ratio']:.2f}x" if "forward_ratio" in p else "")
     return judge_ratio(

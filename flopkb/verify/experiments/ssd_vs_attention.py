@@ -126,8 +126,7 @@ def _training_point(ctx: Context, ssd: Any, att: Any, shape: dict[str, int],
             "train_ratio": r.value, "train_ratio_low": r.low, "train_ratio_high": r.high}
 
 
-def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment
-          ) -> Judgement:
+def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment) -> Judgement:
     rows = m.sweep
     if mag is not None and mag.kind == "crossover":
         c = m.data["crossover"]

@@ -112,8 +112,7 @@ def _training_row(ctx: Context, cond: dict[str, Any], ssd: Any, scan: Any,
                      ratio_low=r.low, ratio_high=r.high)
 
 
-def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment
-          ) -> Judgement:
+def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment) -> Judgement:
     p = m.data["primary"]
     return judge_ratio(
         ratio_of(p), mag,

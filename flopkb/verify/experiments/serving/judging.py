@@ -65,8 +65,7 @@ def below_floor(m: Measurement, r: dict[str, Any], fraction: float | None
     return blocking, known
 
 
-def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment
-          ) -> Judgement:
+def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment) -> Judgement:
     readings = m.data["readings"]
     name = m.data["claim_reading"]
     if name not in readings:
