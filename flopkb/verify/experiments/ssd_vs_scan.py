@@ -11,17 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from flopkb.evidence.measurement import (
-    Judgement,
-    Measurement,
-    judge_ratio,
-    point_row,
-    ratio_of,
-    size_of,
-)
+from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio, point_row, ratio_of
 from flopkb.evidence.stats import ratio_interval
 from flopkb.verify.experiments import _training
 from flopkb.verify.experiments._layer_scan import check_layer_scan
+from flopkb.verify.experiments._state_sweep import claim_point_then_sweeps
 
 if TYPE_CHECKING:
     from flopkb.model.experiment import Experiment
@@ -39,14 +33,6 @@ def cpu_check(ctx: Context) -> None:
     check_layer_scan(ctx)
 
 
-def points(cond: dict[str, Any], quick: bool) -> list[tuple[int, int]]:
-    t0, n0 = size_of(cond["seq_len"]), int(cond["state_dim"])
-    sweep = [(t0, n0)] + [(t0, n) for n in (*STATE_SWEEP, 256) if n != n0]
-    if quick:
-        return sweep[:2]
-    return sweep + [(t, n0) for t in LENGTH_SWEEP if t != t0]
-
-
 def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     ssd_bench = ctx.load("ssd", "bench")
     scan_bench = ctx.load("selective_scan", "bench")
@@ -55,7 +41,8 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     ssd = ssd_bench.chunked_impl(ctx, chunk)
     scan = scan_bench.scan_impl(ctx)
     rows = []
-    for steps, dstate in points(cond, ctx.quick):
+    states = (*STATE_SWEEP, 256)
+    for steps, dstate in claim_point_then_sweeps(cond, states, LENGTH_SWEEP, ctx.quick):
         if not ctx.more(len(rows)):
             break
         with ctx.optional(len(rows)):
