@@ -126,16 +126,13 @@ def _mamba_combined() -> Callable[..., Any]:
 
 def peer_impls(chunk: int) -> tuple[list[Impl], list[dict[str, Any]]]:
     """mamba_ssm and fla when importable; otherwise not-run rows with the reason."""
-    from importlib import metadata
+    from flopkb.verify import peers
 
     impls: list[Impl] = []
     not_run: list[dict[str, Any]] = []
     try:
         combined = _mamba_combined()
-        try:
-            version = metadata.version("mamba_ssm")
-        except metadata.PackageNotFoundError:
-            version = "unknown"
+        version = peers.version("mamba_ssm")
         impls.append(Impl(
             f"mamba_ssm:chunk{chunk}", "peer",
             lambda x, dt, A, Bm, Cm, D, _c=combined: _c(x, dt, A, Bm, Cm, chunk, D=D),
@@ -147,10 +144,7 @@ def peer_impls(chunk: int) -> tuple[list[Impl], list[dict[str, Any]]]:
     try:
         from fla.ops.simple_gla import chunk_simple_gla
 
-        try:
-            version = metadata.version("fla-core")
-        except metadata.PackageNotFoundError:
-            version = "unknown"
+        version = peers.version("fla-core")
 
         def fla_leaves(args: list[Any]) -> list[Any]:
             x, dt, A, Bm, Cm, _ = (t.detach() for t in args)

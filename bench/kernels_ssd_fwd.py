@@ -109,16 +109,13 @@ def ours(chunked: Any, name: str, cfg: tuple[int, int, int, int]) -> Impl:
 
 
 def fla_impl() -> tuple[Impl | None, str | None]:
-    from importlib import metadata
+    from flopkb.verify import peers
 
     try:
         from fla.ops.simple_gla import chunk_simple_gla
     except Exception as exc:  # absent or broken peer: recorded, not timed
         return None, f"{type(exc).__name__}: {exc}"
-    try:
-        version = metadata.version("fla-core")
-    except metadata.PackageNotFoundError:
-        version = "unknown"
+    version = peers.version("fla-core")
 
     def make(args: list[Any], with_d: bool, train: bool) -> Callable[[], Any]:
         import torch
@@ -146,7 +143,7 @@ def fla_impl() -> tuple[Impl | None, str | None]:
 
 
 def mamba_impl() -> tuple[Impl | None, str | None]:
-    from importlib import metadata
+    from flopkb.verify import peers
 
     try:
         from flopkb.verify.peers.mamba_ssm import chunk_scan_combined
@@ -154,10 +151,7 @@ def mamba_impl() -> tuple[Impl | None, str | None]:
         combined = chunk_scan_combined()[0]
     except Exception as exc:
         return None, f"{type(exc).__name__}: {exc}"
-    try:
-        version = metadata.version("mamba_ssm")
-    except metadata.PackageNotFoundError:
-        version = "unknown"
+    version = peers.version("mamba_ssm")
 
     def make(args: list[Any], with_d: bool, train: bool) -> Callable[[], Any]:
         x, dt, A, Bm, Cm, D = args

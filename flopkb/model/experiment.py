@@ -198,6 +198,13 @@ class Experiment(Strict):
     produces: list[Produced | Quantity] = Field(default_factory=list, max_length=8)
     qualitative: Qualitative | None = None
 
+    @property
+    def qualitative_criterion(self) -> str:
+        """The text a qualitative verdict of this experiment states: its `qualitative.criterion`,
+        the one place a hook's criterion is written. '' without a qualitative block: no
+        qualitative claim may link it then (FKB527), and a figure is read by its own criterion."""
+        return self.qualitative.criterion if self.qualitative is not None else ""
+
     @field_validator("produces", mode="after")
     @classmethod
     def _bare_quantities(cls, value: list[Produced | str]) -> list[Produced]:

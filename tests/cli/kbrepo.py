@@ -1,4 +1,5 @@
-"""A user's own KB repository in a temporary folder: records (the small valid case), git."""
+"""A user's own KB repository in a temporary folder: records (the small valid case), git; or the
+worked example KB of docs/verify-your-own-claim.md (its own experiment, kernel and claim)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 
 CASES = Path(__file__).resolve().parents[1] / "cases"
 SMALL = CASES / "valid" / "small-kb"
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "rmsnorm-kb"
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
     "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
@@ -33,6 +35,12 @@ def make_repo(tmp_path: Path, with_git: bool = True) -> Path:
         git(repo, "add", "-A")
         git(repo, "commit", "-q", "-m", "KB")
     return repo
+
+
+def copy_example(dest: Path) -> Path:
+    """The worked example KB copied to `dest` (bytecode left behind), returned."""
+    shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns("__pycache__"))
+    return dest
 
 
 def break_effect(repo: Path) -> Path:

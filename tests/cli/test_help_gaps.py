@@ -9,6 +9,7 @@ import typer
 from typer.testing import CliRunner
 
 from flopkb.cli import app
+from tests.cli.test_outputs import command_paths
 
 runner = CliRunner()
 BUNDLED = ["--kb", "bundled"]
@@ -22,14 +23,7 @@ def test_the_root_help_lists_format() -> None:
     assert runner.invoke(app, ["--format", "json", *BUNDLED, "claims"]).stdout.startswith("[")
 
 
-def _commands(group: object, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
-    out = [path]
-    for name, sub in getattr(group, "commands", {}).items():
-        out += _commands(sub, (*path, name))
-    return out
-
-
-@pytest.mark.parametrize("path", _commands(typer.main.get_command(app)), ids=" ".join)
+@pytest.mark.parametrize("path", command_paths(typer.main.get_command(app)), ids=" ".join)
 def test_no_usage_line_doubles_its_brackets(path: tuple[str, ...]) -> None:
     usage = runner.invoke(app, [*path, "--help"]).stdout.splitlines()[0]
     assert "[[" not in usage and "]]" not in usage, usage

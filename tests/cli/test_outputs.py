@@ -133,14 +133,15 @@ def test_shell_completion_is_offered() -> None:
     assert "--install-completion" in run("--help").stdout
 
 
-def _commands(group: object, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+def command_paths(group: object, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every command path below the click group `group` (the root's is ()), depth first."""
     out = [path]
     for name, sub in getattr(group, "commands", {}).items():
-        out += _commands(sub, (*path, name))
+        out += command_paths(sub, (*path, name))
     return out
 
 
-@pytest.mark.parametrize("path", _commands(typer.main.get_command(app)), ids=" ".join)
+@pytest.mark.parametrize("path", command_paths(typer.main.get_command(app)), ids=" ".join)
 def test_every_help_has_an_example(path: tuple[str, ...]) -> None:
     result = run(*path, "--help")
     assert result.exit_code == 0

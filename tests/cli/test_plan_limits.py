@@ -21,9 +21,8 @@ from typer.testing import CliRunner
 from flopkb.cli import app
 from flopkb.paths import bundled_root
 from flopkb.verify import sandbox
+from tests.cli.kbrepo import copy_example
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "docs" / "examples" / "rmsnorm-kb"
 EXPERIMENT = "rmsnorm-fused-vs-unfused"
 cli = CliRunner()
 
@@ -31,7 +30,7 @@ cli = CliRunner()
 @pytest.fixture
 def kb(tmp_path: Path) -> Path:
     root = tmp_path / "kb"
-    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__"))
+    copy_example(root)
     return root
 
 

@@ -98,6 +98,13 @@ def test_a_clean_commit_passes_and_reports_on_the_changed_file_only(
 
 
 @pytest.mark.skipif(importlib.util.find_spec("pre_commit") is None, reason="needs pre-commit")
+def _run_pre_commit(repo: Path, env: dict[str, str], timeout: int
+                    ) -> subprocess.CompletedProcess[str]:
+    """`pre-commit run` in `repo` under `env`, its output captured."""
+    return subprocess.run([sys.executable, "-m", "pre_commit", "run"], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
 def test_pre_commit_itself(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     local = []
@@ -117,10 +124,7 @@ def test_pre_commit_itself(tmp_path: Path) -> None:
     }
 
     def pre_commit() -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "pre_commit", "run"], cwd=repo, env=env,
-            capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+        return _run_pre_commit(repo, env, timeout=300)
 
     git(repo, "rm", "-q", CITED)
     done = pre_commit()
@@ -187,10 +191,7 @@ def test_readme_pre_commit_block_works_as_written(tmp_path: Path) -> None:
     }
 
     def pre_commit() -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "pre_commit", "run"], cwd=repo, env=env,
-            capture_output=True, text=True, timeout=540,
-        )  # fmt: skip
+        return _run_pre_commit(repo, env, timeout=540)
 
     git(repo, "rm", "-q", CITED)
     done = pre_commit()

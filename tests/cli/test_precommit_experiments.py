@@ -7,18 +7,15 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from flopkb.cli import app
-from tests.cli.kbrepo import git
+from tests.cli.kbrepo import copy_example, git
 from tests.cli.test_precommit import entry_args, hook
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "docs/examples/rmsnorm-kb"
 DECLARATION = "experiments/rmsnorm-fused-vs-unfused.yaml"
 KERNEL = "kernels/rmsnorm/fused.py"
 CLAIM_FILE = "records/classes/fused-rmsnorm.yaml"
@@ -29,7 +26,7 @@ runner = CliRunner()
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The worked example KB (a declared experiment, its kernel, a linked claim), committed."""
     repo = tmp_path / "repo"
-    shutil.copytree(EXAMPLE, repo, ignore=shutil.ignore_patterns("__pycache__"))
+    copy_example(repo)
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "KB")

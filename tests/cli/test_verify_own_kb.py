@@ -9,16 +9,14 @@ import os
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
-import shutil
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from flopkb.cli import app
+from tests.cli.kbrepo import EXAMPLE, copy_example
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "docs" / "examples" / "rmsnorm-kb"
 CLAIM = "fused-rmsnorm/fused-vs-unfused"
 cli = CliRunner()
 
@@ -27,7 +25,7 @@ cli = CliRunner()
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The example as a KB repository of its own (a git top stops the KB search there)."""
     root = tmp_path / "my-kb"
-    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__"))
+    copy_example(root)
     (root / ".git").mkdir()
     monkeypatch.chdir(root)
     return root

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from accuracy import rel_err
 
 from flopkb.kernelpkg import load_op
 
@@ -25,10 +26,6 @@ def attn(kernels) -> SimpleNamespace:
         reference=load_op("attention", "reference"),
         cost=load_op("attention", "cost"),
     )
-
-
-def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
-    return ((out.double() - ref.double()).norm() / ref.double().norm()).item()
 
 
 def qkv(B: int, T: int, H: int, D: int, dtype=torch.float32, device="cpu"):

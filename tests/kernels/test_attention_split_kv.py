@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from accuracy import rel_err
 
 from flopkb.kernelpkg import load_op
 
@@ -27,10 +28,6 @@ def ops(kernels) -> SimpleNamespace:
         reference=load_op("attention", "reference"),
         cost=load_op("attention", "cost"),
     )
-
-
-def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
-    return ((out.double() - ref.double()).norm() / ref.double().norm()).item()
 
 
 def cache(B: int, L: int, Hq: int, Hkv: int, D: int, dtype: torch.dtype, device):

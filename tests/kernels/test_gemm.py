@@ -21,6 +21,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from accuracy import rel_err
 
 from flopkb.kernelpkg import load_op
 
@@ -30,10 +31,6 @@ def gemm(kernels) -> SimpleNamespace:
     """The GEMM family's modules (the `kernels` fixture imports the package first)."""
     names = ("triton_gemm", "cublas", "simt", "reference", "cost")
     return SimpleNamespace(**{name: load_op("gemm", name) for name in names})
-
-
-def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
-    return ((out.double() - ref.double()).norm() / ref.double().norm()).item()
 
 
 # Odd sizes cross every tile edge; K=48 exercises the EVEN_K path under 16-wide interpreter tiles.

@@ -17,6 +17,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from accuracy import rel_err
 
 from flopkb.kernelpkg import load_op
 
@@ -31,11 +32,6 @@ KIMI_DIMS = {"heads": 5, "rank": 512, "rope": 64, "nope": 128, "v_dim": 128}
 def mla(kernels) -> SimpleNamespace:
     return SimpleNamespace(step=load_op("mla", "step"), ref=load_op("mla", "reference"),
                            cost=load_op("mla", "cost"), bench=load_op("mla", "bench"))
-
-
-def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
-    assert torch.isfinite(out).all(), "NaN or inf in the output"
-    return ((out.double() - ref.double()).norm() / ref.double().norm()).item()
 
 
 def inputs(mla, batch: int, capacity: int, lengths: list[int], dtype: torch.dtype,

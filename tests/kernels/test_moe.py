@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from accuracy import rel_err
 
 from flopkb.kernelpkg import load_op
 
@@ -26,11 +27,6 @@ IDS = [[0, 2], [2, 5], [5, 0], [6, 2], [0, 1]]
 def moe(kernels) -> SimpleNamespace:
     return SimpleNamespace(fwd=load_op("moe", "forward"), ref=load_op("moe", "reference"),
                            cost=load_op("moe", "cost"), bench=load_op("moe", "bench"))
-
-
-def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
-    assert torch.isfinite(out).all(), "NaN or inf in the output"
-    return ((out.double() - ref.double()).norm() / ref.double().norm()).item()
 
 
 def inputs(moe, tokens: int, dtype: torch.dtype, shared: int, ids=None, seed: int = 0,

@@ -6,7 +6,10 @@ the runner of declarations that name no hook. Each defines:
   declaration's `point` (the claim's conditions as data; several hooks keep only that);
 - `cpu_check(ctx)`: every kernel it runs, against its reference, at small sizes (CPU plan mode);
 - `measure(ctx, cond) -> Measurement`: the sweep on the GPU, correctness checked before timing;
-- `judge(m, magnitude, cond) -> Judgement`: reads the claim's parsed magnitude against `m`.
+- `judge(m, magnitude, cond) -> Judgement`: reads the claim's parsed magnitude against `m`; a
+  `judge` that takes a keyword `declaration` is handed its own (`flopkb.evidence.hooks`), and
+  states the qualitative criterion written there (`Experiment.qualitative_criterion`),
+  never a copy of it.
 
 A KB's own hook (a module below its kernels/) follows the same protocol.
 """

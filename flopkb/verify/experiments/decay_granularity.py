@@ -17,6 +17,7 @@ from flopkb.evidence.measurement import (
 from flopkb.evidence.stats import ratio_interval
 
 if TYPE_CHECKING:
+    from flopkb.model.experiment import Experiment
     from flopkb.verify.context import Context
 
 # The conditions it runs under where a claim row sets none: the declaration's `point`
@@ -121,12 +122,11 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     return Measurement({"primary": rows[0]}, rows, dict(cond), plot)
 
 
-def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
+def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment) -> Judgement:
     p = m.data["primary"]
     return judge_ratio(
         ratio_of(p), mag,
         what=f"t(per-channel decay) / t(per-head decay), chunked, T={p['seq_len']}, "
         f"N={p['state_dim']}",
-        qualitative="qualitative 'shared decay is cheaper': ratio interval above 1.05 confirms, "
-        "below 1 refutes",
+        qualitative=declaration.qualitative_criterion,
     )

@@ -35,6 +35,7 @@ from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio, poi
 from flopkb.evidence.stats import Interval, claimed_interval, decide, ratio_interval
 
 if TYPE_CHECKING:
+    from flopkb.model.experiment import Experiment
     from flopkb.verify.context import Context
 
 DEFAULTS: dict[str, Any] = {"elements": 16 * 2**20}
@@ -193,10 +194,10 @@ def _judge_figure(m: Measurement, mag: Any) -> Judgement:
                      f"{FIGURE_CRITERION}; claimed {mag.text!r} widened to [{lo:.3g}, {hi:.3g}]%")
 
 
-CUB_QUALITATIVE = ("qualitative 'has an overhead': ratio interval above 1.05 confirms, below 1 "
-                   "refutes; read at 256M fp32 (the claim's point when larger), fixed before any "
-                   "timing; a launch-bound reading point is never judged (events cannot time a "
-                   "call the host issues more slowly than the device runs it)")
+# What the CUB pair's criterion says beyond the declared one: where, and when not, it is read.
+CUB_READING = ("; read at 256M fp32 (the claim's point when larger), fixed before any timing; a "
+               "launch-bound reading point is never judged (events cannot time a call the host "
+               "issues more slowly than the device runs it)")
 
 
 def cub_reading_point(claim_elements: int) -> int:
@@ -207,16 +208,17 @@ def cub_reading_point(claim_elements: int) -> int:
     return max(int(claim_elements), READ_AT)
 
 
-def _judge_cub(m: Measurement, p: dict[str, Any], mag: Any) -> Judgement:
+def _judge_cub(m: Measurement, p: dict[str, Any], mag: Any, declared: str) -> Judgement:
+    criterion = declared + CUB_READING
     at = cub_reading_point(p["elements"])
     r = next((row for row in m.sweep if row["elements"] == at), None)
     if r is None:
         return Judgement(Interval(None, None, None), "x", "t(gpu_to_gpu) / t(run_to_run)",
-                         "inconclusive", CUB_QUALITATIVE,
+                         "inconclusive", criterion,
                          reason=f"the reading point, {_size(at)} fp32 elements, was not measured")
     if r.get("launch_bound"):
         return Judgement(ratio_of(r), "x", "t(gpu_to_gpu) / t(run_to_run)", "inconclusive",
-                         CUB_QUALITATIVE,
+                         criterion,
                          reason=f"launch-bound at the reading point, {_size(at)}: the host issues "
                          f"one call in {r.get('host_issue_ms', 0):.4g} ms, about the device time")
     moved = "" if at == p["elements"] else f" (the claim's point is {_size(p['elements'])})"
@@ -224,18 +226,17 @@ def _judge_cub(m: Measurement, p: dict[str, Any], mag: Any) -> Judgement:
         ratio_of(r), mag,
         what=f"t(gpu_to_gpu) / t(run_to_run), CUB DeviceReduce::Sum, {_size(r['elements'])} fp32 "
         f"elements{moved}, event-timed (the single-phase API allocates per call: no graph)",
-        qualitative=CUB_QUALITATIVE)
+        qualitative=criterion)
 
 
-def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
+def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment) -> Judgement:
     if mag is not None and mag.kind == "percent":
         return _judge_figure(m, mag)
     p = m.data["primary"]
     if m.data.get("impl") == "cub":
-        return _judge_cub(m, p, mag)
+        return _judge_cub(m, p, mag, declaration.qualitative_criterion)
     return judge_ratio(
         ratio_of(p), mag,
         what=f"t(fixed-order sum) / t(atomic sum), {p['elements']} fp32 elements",
-        qualitative="qualitative 'has an overhead': ratio interval above 1.05 confirms, below 1 "
-        "refutes",
+        qualitative=declaration.qualitative_criterion,
     )

@@ -14,6 +14,7 @@ from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio, poi
 from flopkb.evidence.stats import ratio_interval
 
 if TYPE_CHECKING:
+    from flopkb.model.experiment import Experiment
     from flopkb.verify.context import Context
 
 DEFAULTS: dict[str, Any] = {"size": 8192}
@@ -85,12 +86,11 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     return Measurement({"primary": primary}, rows, dict(cond), plot)
 
 
-def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
+def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment) -> Judgement:
     p = m.data["primary"]
     return judge_ratio(
         ratio_of(p), mag,
         what=f"t(INT8 emulated on bf16 MMA) / t(native INT8 MMA), same Triton kernel, "
         f"{p['size']}^3 (vs cuBLASLt: {p.get('ratio_vs_cublaslt') or float('nan'):.2f})",
-        qualitative="qualitative 'native beats emulated': ratio interval above 1.05 confirms, "
-        "below 1 refutes",
+        qualitative=declaration.qualitative_criterion,
     )

@@ -12,6 +12,7 @@ from flopkb.evidence.stats import ratio_interval
 from flopkb.verify.errors import ExperimentError
 
 if TYPE_CHECKING:
+    from flopkb.model.experiment import Experiment
     from flopkb.verify.context import Context
 
 # The conditions it runs under where a claim row sets none: the declaration's `point`
@@ -82,7 +83,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     return Measurement({"primary": rows[-1]}, rows, dict(cond), plot)
 
 
-def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
+def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment) -> Judgement:
     p = next((r for r in m.sweep if r.get("seq_len") == READ_AT), None)
     if p is None:
         raise ExperimentError(f"the reading point T={READ_AT} was not measured")
@@ -90,6 +91,5 @@ def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
         ratio_of(p), mag,
         what=f"t(fastest plain PyTorch: {p['best_pytorch']}) / t(chunked kernel), "
         f"T={p['seq_len']}",
-        qualitative="qualitative 'the kernel delivers the speedup': ratio interval above 1.05 "
-        "confirms, below 1 refutes",
+        qualitative=declaration.qualitative_criterion,
     )

@@ -8,6 +8,7 @@ from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio, poi
 from flopkb.evidence.stats import Interval, ratio_interval
 
 if TYPE_CHECKING:
+    from flopkb.model.experiment import Experiment
     from flopkb.verify.context import Context
 
 DEFAULTS: dict[str, Any] = {"tokens": 16384, "size": 4096, "rank_fraction": 0.25}
@@ -66,12 +67,11 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     return Measurement({"primary": primary}, rows, dict(cond), plot)
 
 
-def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
+def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment) -> Judgement:
     p = m.data["primary"]
     return judge_ratio(
         Interval(p["speedup"], p["speedup_low"], p["speedup_high"]), mag,
         what=f"t(dense) / t(low rank), r={p['rank']} (FLOP ratio {p['flop_ratio']:.2f}, "
         f"efficiency {p['efficiency']:.2f}), cuBLAS",
-        qualitative="qualitative 'efficient': low rank faster than dense at r = K/4 — speedup "
-        "interval above 1.05 confirms, below 1 refutes",
+        qualitative=declaration.qualitative_criterion,
     )

@@ -22,6 +22,7 @@ from flopkb.verify.errors import ExperimentError
 from flopkb.verify.experiments import _training
 
 if TYPE_CHECKING:
+    from flopkb.model.experiment import Experiment
     from flopkb.verify.context import Context
 
 # The conditions it runs under where a claim row sets none: the declaration's `point`
@@ -138,7 +139,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     return Measurement({"primary": rows[0]}, rows, dict(cond), plot)
 
 
-def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
+def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment) -> Judgement:
     p = m.data["primary"]
     measured = Interval(p["share"], p["share_low"], p["share_high"])
     what = (f"share of a chunked-SSD training step's kernel time in matmul kernels (forward "
@@ -146,5 +147,4 @@ def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
             else "share of chunked-SSD forward time in matmul stages")
     return Judgement(measured, "fraction", f"{what}, N={p['state_dim']}, T={p['seq_len']}",
                      stats.decide_above(measured, THRESHOLD, margin=0.0),
-                     "qualitative 'dominated by matmuls': time-share interval above 0.5 confirms, "
-                     "below 0.5 refutes")
+                     declaration.qualitative_criterion)

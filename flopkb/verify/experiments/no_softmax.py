@@ -25,6 +25,7 @@ from flopkb.evidence.measurement import Judgement, Measurement, point_row, size_
 from flopkb.evidence.stats import Interval
 
 if TYPE_CHECKING:
+    from flopkb.model.experiment import Experiment
     from flopkb.verify.context import Context
 
 DEFAULTS: dict[str, Any] = {"state_dim": 64, "head_dim": 64, "heads": 32, "tokens": 16384,
@@ -137,7 +138,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     return Measurement({"primary": rows[0]}, rows, dict(cond), plot)
 
 
-def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
+def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment) -> Judgement:
     p = m.data["primary"]
     measured = Interval(p["ratio"], p["ratio_low"], p["ratio_high"])
     return Judgement(
@@ -145,5 +146,4 @@ def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
         f"SIMT share of softmax attention's forward ({p['attention_simt_share']:.3g}) over "
         f"chunked SSD's ({p['ssd_simt_share']:.3g}), equal shapes, T={p['seq_len']}",
         stats.decide_above(measured, 1.0),
-        "qualitative 'no softmax: simpler': attention's SIMT share over SSD's above 1.05 "
-        "confirms, wholly below 1 refutes")
+        declaration.qualitative_criterion)

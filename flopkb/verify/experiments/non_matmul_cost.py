@@ -21,6 +21,7 @@ from flopkb.evidence.stats import Interval, ratio_interval
 from flopkb.hardware.model import HardwareModel
 
 if TYPE_CHECKING:
+    from flopkb.model.experiment import Experiment
     from flopkb.verify.context import Context
 
 DEFAULTS: dict[str, Any] = {"size": 8192, "elements": 1 << 25, "iters": 256, "pass": "forward"}
@@ -103,12 +104,12 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     return Measurement(data, rows, dict(cond), plot)
 
 
-def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
+def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment) -> Judgement:
     r = m.data["ratio_fma"]
     sheet = (m.data.get("datasheet") or {}).get("tensor_to_simt_ratio")
     beside = f"; datasheet ratio {sheet:.3g}" if isinstance(sheet, (int, float)) else ""
     return judge_ratio(
         Interval(r["value"], r["low"], r["high"]), mag,
         what=f"bf16 GEMM FLOP/s / FP32 fma-chain FLOP/s{beside}",
-        qualitative="qualitative: a matmul FLOP is cheaper: ratio interval above 1.05 confirms",
+        qualitative=declaration.qualitative_criterion,
     )

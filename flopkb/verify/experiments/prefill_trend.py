@@ -23,6 +23,7 @@ from flopkb.evidence.measurement import Judgement, Measurement, point_row
 from flopkb.evidence.stats import CONFIRMED, INCONCLUSIVE, REFUTED, Interval
 from flopkb.verify.errors import ExperimentError
 from flopkb.verify.experiments import roofline
+from flopkb.verify.experiments._layer_scan import check_layer_scan
 
 if TYPE_CHECKING:
     from flopkb.verify.context import Context
@@ -35,14 +36,7 @@ MIN_POINTS = 3
 
 
 def cpu_check(ctx: Context) -> None:
-    import torch
-
-    scan_bench = ctx.load("selective_scan", "bench")
-    scan = ctx.load("selective_scan", "forward")
-    ref = ctx.load("selective_scan", "reference")
-    args = scan_bench.layer_inputs(2, 6, 23, 8, dtype=torch.float32)
-    ctx.check("selective_scan.forward.selective_scan (softplus, bias)",
-              scan.selective_scan(*args, True), ref.selective_scan_reference(*args, True))
+    check_layer_scan(ctx)
     roofline.cpu_check(ctx)
 
 

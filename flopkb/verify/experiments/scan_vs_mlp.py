@@ -18,6 +18,7 @@ from flopkb.evidence.stats import divide, sum_interval
 from flopkb.verify.experiments import _training
 
 if TYPE_CHECKING:
+    from flopkb.model.experiment import Experiment
     from flopkb.verify.context import Context
 
 DEFAULTS: dict[str, Any] = {"d_model": 2048, "state_dim": 16, "tokens": 16384, "seq_len": 4096,
@@ -124,12 +125,12 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     return Measurement({"primary": rows[0], "pass": primary_pass}, rows, dict(cond), plot)
 
 
-def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
+def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment) -> Judgement:
     p = m.data["primary"]
     fwd = (f"; forward only {p['forward_ratio']:.2f}x" if "forward_ratio" in p else "")
     return judge_ratio(
         ratio_of(p), mag,
         what=f"t(Mamba-1 layer) / t(MLP layer), {cond['pass']}, d={cond['d_model']}, "
         f"N={p['state_dim']}{fwd}",
-        qualitative="qualitative 'slower': ratio interval above 1.05 confirms, below 1 refutes",
+        qualitative=declaration.qualitative_criterion,
     )

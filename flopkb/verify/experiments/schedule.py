@@ -6,17 +6,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from flopkb.evidence.measurement import (
-    Judgement,
-    Measurement,
-    judge_ratio,
-    point_row,
-    ratio_of,
-    size_of,
-)
+from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio, point_row, ratio_of
 from flopkb.evidence.stats import ratio_interval
+from flopkb.verify.experiments._state_sweep import claim_point_then_sweeps
 
 if TYPE_CHECKING:
+    from flopkb.model.experiment import Experiment
     from flopkb.verify.context import Context
 
 # State sizes swept beside the claim's own.
@@ -36,15 +31,6 @@ def cpu_check(ctx: Context) -> None:
     want = k["reference"].ssd_reference(*args)
     ctx.check("ssd.scan.ssd_scan", k["scan"].ssd_scan(*args), want)
     ctx.check("ssd.chunked.ssd_chunked", k["chunked"].ssd_chunked(*args, chunk_size=16), want)
-
-
-def points(cond: dict[str, Any], quick: bool) -> list[tuple[int, int]]:
-    """(seq_len, state_dim): the claim's point first, then the state-size and length sweeps."""
-    t0, n0 = size_of(cond["seq_len"]), int(cond["state_dim"])
-    pts = [(t0, n0)] + [(t0, n) for n in STATE_SWEEP if n != n0]
-    if not quick:
-        pts += [(t, n0) for t in LENGTH_SWEEP if t != t0]
-    return pts[:2] if quick else pts
 
 
 def _schedules(ctx: Context, chunk: int) -> tuple[Any, Any]:
@@ -72,7 +58,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     chunk = int(cond["chunk_size"])
     chunked, scan = _schedules(ctx, chunk)
     rows = []
-    for steps, dstate in points(cond, ctx.quick):
+    for steps, dstate in claim_point_then_sweeps(cond, STATE_SWEEP, LENGTH_SWEEP, ctx.quick):
         if not ctx.more(len(rows)):
             break
         with ctx.optional(len(rows)):
@@ -103,13 +89,12 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     return Measurement({"primary": rows[0]}, rows, dict(cond), plot)
 
 
-def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
+def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment) -> Judgement:
     p = m.data["primary"]
 
     return judge_ratio(
         ratio_of(p), mag,
         what=f"t(scan schedule) / t(chunked schedule), same SSD math, T={p['seq_len']}, "
         f"N={p['state_dim']}",
-        qualitative="qualitative: the scan schedule is slower on the same math — ratio interval "
-        "above 1.05 confirms, wholly below 1 refutes",
+        qualitative=declaration.qualitative_criterion,
     )

@@ -17,6 +17,7 @@ from flopkb.verify.errors import ExperimentError
 from flopkb.verify.experiments import _training
 
 if TYPE_CHECKING:
+    from flopkb.model.experiment import Experiment
     from flopkb.verify.context import Context
 
 # The conditions it runs under where a claim row sets none: the declaration's `point`
@@ -125,7 +126,7 @@ def _training_point(ctx: Context, ssd: Any, att: Any, shape: dict[str, int],
             "train_ratio": r.value, "train_ratio_low": r.low, "train_ratio_high": r.high}
 
 
-def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
+def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment) -> Judgement:
     rows = m.sweep
     if mag is not None and mag.kind == "crossover":
         c = m.data["crossover"]
@@ -145,5 +146,5 @@ def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
     return judge_ratio(
         Interval(row["ratio"], row["ratio_low"], row["ratio_high"]), mag,
         what=f"t(attention) / t(SSD) at T={at}",
-        qualitative="qualitative: SSD faster — ratio interval above 1.05 confirms",
+        qualitative=declaration.qualitative_criterion,
     )

@@ -11,18 +11,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from flopkb.evidence.measurement import (
-    Judgement,
-    Measurement,
-    judge_ratio,
-    point_row,
-    ratio_of,
-    size_of,
-)
+from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio, point_row, ratio_of
 from flopkb.evidence.stats import ratio_interval
 from flopkb.verify.experiments import _training
+from flopkb.verify.experiments._layer_scan import check_layer_scan
+from flopkb.verify.experiments._state_sweep import claim_point_then_sweeps
 
 if TYPE_CHECKING:
+    from flopkb.model.experiment import Experiment
     from flopkb.verify.context import Context
 
 # State sizes swept beside the claim's own.
@@ -34,22 +30,7 @@ DEFAULTS: dict[str, Any] = {}
 
 
 def cpu_check(ctx: Context) -> None:
-    import torch
-
-    scan_bench = ctx.load("selective_scan", "bench")
-    scan = ctx.load("selective_scan", "forward")
-    ref = ctx.load("selective_scan", "reference")
-    args = scan_bench.layer_inputs(2, 6, 23, 8, dtype=torch.float32)
-    ctx.check("selective_scan.forward.selective_scan (softplus, bias)",
-              scan.selective_scan(*args, True), ref.selective_scan_reference(*args, True))
-
-
-def points(cond: dict[str, Any], quick: bool) -> list[tuple[int, int]]:
-    t0, n0 = size_of(cond["seq_len"]), int(cond["state_dim"])
-    sweep = [(t0, n0)] + [(t0, n) for n in (*STATE_SWEEP, 256) if n != n0]
-    if quick:
-        return sweep[:2]
-    return sweep + [(t, n0) for t in LENGTH_SWEEP if t != t0]
+    check_layer_scan(ctx)
 
 
 def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
@@ -60,7 +41,8 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     ssd = ssd_bench.chunked_impl(ctx, chunk)
     scan = scan_bench.scan_impl(ctx)
     rows = []
-    for steps, dstate in points(cond, ctx.quick):
+    states = (*STATE_SWEEP, 256)
+    for steps, dstate in claim_point_then_sweeps(cond, states, LENGTH_SWEEP, ctx.quick):
         if not ctx.more(len(rows)):
             break
         with ctx.optional(len(rows)):
@@ -117,10 +99,10 @@ def _training_row(ctx: Context, cond: dict[str, Any], ssd: Any, scan: Any,
                      ratio_low=r.low, ratio_high=r.high)
 
 
-def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
+def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment) -> Judgement:
     p = m.data["primary"]
     return judge_ratio(
         ratio_of(p), mag,
         what=f"t(selective scan) / t(SSD chunked), T={p['seq_len']}, N={p['state_dim']}",
-        qualitative="qualitative: SSD faster — ratio interval above 1.05 confirms, below 1 refutes",
+        qualitative=declaration.qualitative_criterion,
     )

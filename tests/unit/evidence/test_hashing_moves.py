@@ -69,7 +69,9 @@ def _info(root, experiment: str):
     return kb.catalogue().get(experiment)
 
 
-def test_evidence_survives_a_kernel_moved_within_a_hashed_folder(tmp_path):
+def _kb_with_quadratic_moved(tmp_path):
+    """(KB root, its kernels/ssd) with the bundled kernels, ssd-vs-scan evidence hashing them,
+    and ssd/quadratic.py since renamed masked_quadratic.py, unchanged."""
     root = write_kb(tmp_path)
     shutil.copytree(bundled_root() / "kernels", root / "kernels",
                     ignore=shutil.ignore_patterns("__pycache__"))
@@ -77,6 +79,11 @@ def test_evidence_survives_a_kernel_moved_within_a_hashed_folder(tmp_path):
                          root / "records" / "evidence")
     ssd = root / "kernels" / "ssd"
     (ssd / "quadratic.py").rename(ssd / "masked_quadratic.py")
+    return root, ssd
+
+
+def test_evidence_survives_a_kernel_moved_within_a_hashed_folder(tmp_path):
+    root, ssd = _kb_with_quadratic_moved(tmp_path)
     kb, _ = load_kb(root)
     assert hashing.stale_evidence(kb) == []
     # the same move with one byte changed is stale, and says what was removed and added
@@ -88,13 +95,7 @@ def test_evidence_survives_a_kernel_moved_within_a_hashed_folder(tmp_path):
 
 
 def test_a_stale_record_lists_its_moves_beside_the_change(tmp_path):
-    root = write_kb(tmp_path)
-    shutil.copytree(bundled_root() / "kernels", root / "kernels",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    ev_io.write_evidence(_record(hashing.current_hashes(root, _info(root, "ssd-vs-scan"))),
-                         root / "records" / "evidence")
-    ssd = root / "kernels" / "ssd"
-    (ssd / "quadratic.py").rename(ssd / "masked_quadratic.py")
+    root, ssd = _kb_with_quadratic_moved(tmp_path)
     (ssd / "cost.py").write_text("# changed\n")
     kb, _ = load_kb(root)
     [stale] = hashing.stale_evidence(kb)

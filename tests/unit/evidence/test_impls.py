@@ -81,27 +81,38 @@ def _fake_module() -> types.ModuleType:
     return mod
 
 
+def fake_job(kb, sides: tuple[Side, ...]) -> plan.Job:
+    """The fixture KB's test-class/ssd-scan job, run by a stand-in experiment with `sides` (the
+    test patches `hooks.experiment_module` to say what runs it)."""
+    info = ExperimentInfo(name="ssd-vs-scan", hook="fake", title="t", claims=(), kernels=(),
+                          measures="m", criterion="c", sweep="s", sides=sides)
+    (job,), _ = plan.plan(kb, claim="test-class/ssd-scan")
+    return plan.Job(info, job.targets)
+
+
+def cpu_context() -> Context:
+    """A quick CPU context with fixed calibration ceilings, as a job on the GPU would have."""
+    ctx = Context(gpu=False, settings=Settings.for_mode(True))
+    ctx.ceilings = Ceilings(800.0, 4000.0, "test")
+    return ctx
+
+
 @pytest.fixture
 def fake_run(tmp_path, monkeypatch):
     root = write_kb(tmp_path)
     kb, findings = load_kb(root)
     assert not findings
-    info = ExperimentInfo(name="ssd-vs-scan", hook="fake", title="t", claims=(), kernels=(),
-                          measures="m", criterion="c", sweep="s", sides=SIDES)
     monkeypatch.setattr(hooks, "experiment_module",
                         lambda info, kb_root=None, kb_code=True: _fake_module())
     monkeypatch.setattr(execute, "current_hashes", lambda root, info: {"x.py": "0" * 64})
-    (job,), _ = plan.plan(kb, claim="test-class/ssd-scan")
-    job = plan.Job(info, job.targets)
+    job = fake_job(kb, SIDES)
 
     def run(mode: str) -> tuple[list[plan.Result], Path]:
         out = tmp_path / f"ev-{mode}"
         out.mkdir()
         s = Session(kb, out, "h200-sxm", {"gpu": "NVIDIA H200"}, "test", False,
                     mode)
-        ctx = Context(gpu=False, settings=Settings.for_mode(True))
-        ctx.ceilings = Ceilings(800.0, 4000.0, "test")
-        return execute._run_job(s, ctx, job, plan.noop), out
+        return execute._run_job(s, cpu_context(), job, plan.noop), out
 
     return run
 

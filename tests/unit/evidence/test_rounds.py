@@ -10,7 +10,6 @@ import pytest
 import yaml
 
 from flopkb.evidence import hooks
-from flopkb.evidence.declared import ExperimentInfo
 from flopkb.evidence.impls import Side
 from flopkb.evidence.measurement import Measurement, judge_ratio, ratio_of
 from flopkb.evidence.rederive import implementation_sensitive, rederive
@@ -18,8 +17,9 @@ from flopkb.evidence.rounds import merge_rounds
 from flopkb.kb import load_kb
 from flopkb.model import EvidenceRecord
 from flopkb.verify import execute, plan
-from flopkb.verify.context import ROUND_SEED_STRIDE, Ceilings, Context, Settings
+from flopkb.verify.context import ROUND_SEED_STRIDE, Context
 from flopkb.verify.session import Session
+from tests.unit.evidence.test_impls import cpu_context, fake_job
 from tests.unit.verify_fixtures import write_kb
 
 
@@ -94,11 +94,8 @@ def _fake(ratios: dict[str, list[float]], calls: list) -> types.ModuleType:
 def rounds_run(tmp_path, monkeypatch):
     root = write_kb(tmp_path)
     kb, _ = load_kb(root)
-    info = ExperimentInfo(name="ssd-vs-scan", hook="fake", title="t", claims=(), kernels=(),
-                          measures="m", criterion="c", sweep="s", sides=SIDES)
     # the fixture KB declares its own ssd-vs-scan (two sides): this test's job has the one side
-    (job,), _ = plan.plan(kb, claim="test-class/ssd-scan")
-    job = plan.Job(info, job.targets)
+    job = fake_job(kb, SIDES)
     monkeypatch.setattr(execute, "current_hashes", lambda root, info: {"x.py": "0" * 64})
 
     def run(ratios: dict[str, list[float]], rounds: int) -> tuple[plan.Result, EvidenceRecord,
@@ -111,9 +108,7 @@ def rounds_run(tmp_path, monkeypatch):
         out.mkdir()
         s = Session(kb, out, "h200-sxm", {"gpu": "NVIDIA H200"}, "test", False,
                     "all", rounds=rounds)
-        ctx = Context(gpu=False, settings=Settings.for_mode(True))
-        ctx.ceilings = Ceilings(800.0, 4000.0, "test")
-        (result,) = execute._run_job(s, ctx, job, plan.noop)
+        (result,) = execute._run_job(s, cpu_context(), job, plan.noop)
         (path,) = Path(out).glob("*.yaml")
         ev = EvidenceRecord.model_validate(yaml.safe_load(path.read_text()))
         return result, ev, calls, kb

@@ -57,16 +57,22 @@ def test_qualitative_has_nothing_to_compare() -> None:
     assert judge(1.0, "qualitative", None) == (None, "")
 
 
-def _kb_with_row(
-    tmp_path: Path, magnitude: str, formula: str, prose_figure: str,
-    quantity: str = "ridge_point_bf16",
-) -> Path:
+def _small_kb_saying(tmp_path: Path, sentence: str) -> tuple[Path, Path, str]:
+    """(KB, its mamba2-ssd record, that record's text with `sentence` added to the prose the
+    rows below quote): a copy of the small KB, the text not yet written back."""
     kb = tmp_path / "kb"
     shutil.copytree(SMALL_KB, kb)
     path = kb / "records" / "classes" / "mamba2-ssd.yaml"
     text = path.read_text(encoding="utf-8")
     prose = "follows the BF16 tensor throughput and the ridge point of the part."
-    text = text.replace(prose, f"{prose} It is {prose_figure}.")
+    return kb, path, text.replace(prose, f"{prose} {sentence}")
+
+
+def _kb_with_row(
+    tmp_path: Path, magnitude: str, formula: str, prose_figure: str,
+    quantity: str = "ridge_point_bf16",
+) -> Path:
+    kb, path, text = _small_kb_saying(tmp_path, f"It is {prose_figure}.")
     row = "      magnitude: qualitative\n      basis: derived\n      formula: ridge_point_bf16"
     assert row in text
     text = text.replace(
@@ -107,12 +113,7 @@ def test_absolute_magnitude_validates_with_its_grouped_figure(tmp_path: Path) ->
 
 
 def _kb_with_cited_row(tmp_path: Path, magnitude: str, sentence: str) -> Path:
-    kb = tmp_path / "kb"
-    shutil.copytree(SMALL_KB, kb)
-    path = kb / "records" / "classes" / "mamba2-ssd.yaml"
-    text = path.read_text(encoding="utf-8")
-    prose = "follows the BF16 tensor throughput and the ridge point of the part."
-    text = text.replace(prose, f"{prose} {sentence}")
+    kb, path, text = _small_kb_saying(tmp_path, sentence)
     row = (
         f'    - id: absolute-figure\n      quantity: bf16_tensor_flops\n'
         f'      effect: "{sentence}"\n      magnitude: "{magnitude}"\n      basis: cited\n'

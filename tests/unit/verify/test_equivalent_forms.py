@@ -25,7 +25,7 @@ from flopkb.verify.errors import PeerUnavailable
 from flopkb.verify.experiments import equivalent_forms
 from flopkb.verify.experiments.generic import DeclaredExperiment
 from tests.unit.verify.test_generic import TOY, _ctx
-from tests.unit.verify.test_kernel_claims import TEMPLATE
+from tests.unit.verify.test_kernel_claims import stored_evidence
 
 QUAL = parse_magnitude("qualitative")
 SMALL = {"batch": 1, "seq_len": 19, "heads": 2, "head_dim": 8, "chunk_size": 8}
@@ -175,17 +175,8 @@ def test_fla_absent_is_reported_unavailable(monkeypatch: pytest.MonkeyPatch) -> 
 
 def _evidence(kb: KnowledgeBase, form: str) -> dict:
     claim, experiment = CLAIMS[form]
-    mod, m = _measure(form, lambda side, state: 4.0 if "scan" in side else 1.0)
-    j = mod.judge(m, QUAL, m.conditions)
-    data = kb.evidence[TEMPLATE].model_dump(mode="json")
-    measured = {**data["measured"], "value": j.measured.value, "low": j.measured.low,
-                "high": j.measured.high, "unit": j.unit}
-    data.update(claim=claim, experiment=experiment, schema_version=4, verdict=j.verdict,
-                judge_revision=catalogue.get(experiment).judge_revision, judgements=[],
-                implementation_sensitive=False, measured=measured,
-                rounds=[{"data": m.data, "sweep": m.sweep}],
-                statistics={"data": m.data}, sweep=m.sweep, conditions=m.conditions)
-    return data
+    _, m = _measure(form, lambda side, state: 4.0 if "scan" in side else 1.0)
+    return stored_evidence(kb, claim, experiment, m, m.conditions)
 
 
 @pytest.mark.parametrize("form", sorted(CLAIMS))
@@ -204,6 +195,7 @@ def test_the_verdicts_re_derive_from_the_stored_errors(kb: KnowledgeBase, form: 
 def test_the_simt_shares_of_ssd_and_softmax_attention_are_compared_at_equal_shapes() -> None:
     from flopkb.verify.experiments import no_softmax
 
+    judged = _hook("ssd-vs-softmax-simt-share")
     ctx = _ctx(lambda side, state: 1.0)
     ctx.quick = True
     cond = {**no_softmax.DEFAULTS, "tokens": 40, "seq_len": 40, "heads": 2, "head_dim": 16,
@@ -213,10 +205,10 @@ def test_the_simt_shares_of_ssd_and_softmax_attention_are_compared_at_equal_shap
     # every stage 1 ms: SSD's one SIMT stage of four, attention's one of three
     assert p["ssd_simt_share"] == pytest.approx(1 / 4)
     assert p["attention_simt_share"] == pytest.approx(1 / 3)
-    assert no_softmax.judge(m, QUAL, cond).verdict == "confirmed"
+    assert judged.judge(m, QUAL, cond).verdict == "confirmed"
     assert all(c["ok"] for c in ctx.checks) and len(ctx.checks) == 2
     p.update(ratio=0.8, ratio_low=0.7, ratio_high=0.9)
-    assert no_softmax.judge(m, QUAL, cond).verdict == "refuted"
+    assert judged.judge(m, QUAL, cond).verdict == "refuted"
 
 
 def _example(tmp_path: Path, chunked_body: str | None = None) -> tuple[Path, Any]:

@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from flopkb.claims import list_claims
-from flopkb.evidence import catalogue
+from flopkb.evidence import catalogue, hooks
 from flopkb.evidence.measurement import Measurement
 from flopkb.evidence.rederive import MISMATCH, rederive
 from flopkb.grammar.magnitude import parse_magnitude
@@ -126,7 +126,9 @@ def _nm(value: float, spread: float, sheet: float | None = 14.8) -> Measurement:
 @pytest.mark.parametrize(("value", "spread", "verdict"), [
     (16.0, 0.02, "confirmed"), (8.0, 0.02, "refuted"), (16.0, 0.4, "inconclusive")])
 def test_the_non_matmul_ratio_is_read_against_16x(value, spread, verdict):
-    j = non_matmul_cost.judge(_nm(value, spread), parse_magnitude("16x"), {})
+    declaration = catalogue.get("non-matmul-cost").declaration
+    j = non_matmul_cost.judge(_nm(value, spread), parse_magnitude("16x"), {},
+                              declaration=declaration)
     assert j.verdict == verdict
     assert "datasheet ratio 14.8" in j.what
 
@@ -157,11 +159,15 @@ def test_a_trend_needs_three_lengths():
         prefill_trend.judge(_trend([3.0, 6.0]), parse_magnitude("qualitative"), {})
 
 
-def _evidence(kb: KnowledgeBase, claim: str, experiment: str, m: Measurement, mod) -> dict:
-    """An evidence record of `claim` storing `m` as its one round, with the verdict its judge
-    gives: what `verify --gpu` would write."""
+def stored_evidence(kb: KnowledgeBase, claim: str, experiment: str, m: Measurement,
+                    conditions: dict | None = None) -> dict:
+    """An evidence record of `claim` storing `m` as its one round, with the verdict its
+    experiment's judge gives, called as verify calls it (with its declaration): what `verify
+    --gpu` would write."""
     found = kb.claim(claim)
-    j = mod.judge(m, parse_magnitude(found[1].magnitude), {})
+    conditions = {} if conditions is None else conditions
+    mod = hooks.experiment_module(catalogue.get(experiment), None, kb_code=False)
+    j = mod.judge(m, parse_magnitude(found[1].magnitude), conditions)
     data = kb.evidence[TEMPLATE].model_dump(mode="json")
     measured = {**data["measured"], "value": j.measured.value, "low": j.measured.low,
                 "high": j.measured.high, "unit": j.unit}
@@ -169,22 +175,21 @@ def _evidence(kb: KnowledgeBase, claim: str, experiment: str, m: Measurement, mo
                 judge_revision=catalogue.get(experiment).judge_revision, judgements=[],
                 implementation_sensitive=False, measured=measured,
                 rounds=[{"data": m.data, "sweep": m.sweep}],
-                statistics={"data": m.data}, sweep=m.sweep, conditions={})
+                statistics={"data": m.data}, sweep=m.sweep, conditions=conditions)
     return data
 
 
-@pytest.mark.parametrize(("claim", "experiment", "m", "mod"), [
+@pytest.mark.parametrize(("claim", "experiment", "m"), [
     ("selective-ssm-scan/fused-scan-vs-flash-attention", "scan-benchmark",
-     _scan_m(_scan_rows(2048, [3, 8, 15, 30, 28, 25])), scan_benchmark),
+     _scan_m(_scan_rows(2048, [3, 8, 15, 30, 28, 25]))),
     ("selective-ssm-scan/fused-scan-vs-pytorch", "scan-benchmark",
-     _scan_m(_scan_rows(2048, [3, 8, 15, 30, 28, 25])), scan_benchmark),
-    ("flash-attention-2/non-matmul-flop-cost", "non-matmul-cost", _nm(16.0, 0.02),
-     non_matmul_cost),
+     _scan_m(_scan_rows(2048, [3, 8, 15, 30, 28, 25]))),
+    ("flash-attention-2/non-matmul-flop-cost", "non-matmul-cost", _nm(16.0, 0.02)),
     ("selective-ssm-scan/worst-at-long-prefill", "prefill-trend",
-     _trend([3.0, 3.5, 4.0, 5.0, 6.0]), prefill_trend),
+     _trend([3.0, 3.5, 4.0, 5.0, 6.0])),
 ])
-def test_the_verdicts_re_derive_from_their_stored_rounds(kb, claim, experiment, m, mod):
-    data = _evidence(kb, claim, experiment, m, mod)
+def test_the_verdicts_re_derive_from_their_stored_rounds(kb, claim, experiment, m):
+    data = stored_evidence(kb, claim, experiment, m)
     assert rederive(kb, EvidenceRecord.model_validate(data)) == []
     data["verdict"] = "refuted" if data["verdict"] != "refuted" else "confirmed"
     kinds = {p.kind for p in rederive(kb, EvidenceRecord.model_validate(data))}

@@ -15,6 +15,7 @@ import types
 
 import pytest
 
+from flopkb.evidence import catalogue, hooks
 from flopkb.evidence.measurement import Measurement
 from flopkb.grammar.magnitude import parse_magnitude
 from flopkb.kernelpkg import load_op
@@ -31,6 +32,8 @@ scatter = load_op("reduction", "scatter")
 QUAL = parse_magnitude("qualitative")
 FIGURE = parse_magnitude("20-30%")
 M = 2**20
+# D3's judge as verify and validate call it: handed its declaration, which states the criterion
+D3 = hooks.experiment_module(catalogue.get("determinism-overhead"), None)
 
 
 def _d1(impl: str, **primary) -> Measurement:
@@ -76,17 +79,16 @@ def test_d3_reads_gpu_to_gpu_over_run_to_run_at_a_fixed_point():
     # the claim's point is 16M: below READ_AT (256M) the CUB pair is read at 256M, whatever the
     # smaller sizes gave
     rows = [_row(16 * M, 0.9), _row(64 * M, 0.8), _row(256 * M, 1.2)]
-    j = determinism_overhead.judge(_d3("cub", rows), QUAL, {})
+    j = D3.judge(_d3("cub", rows), QUAL, {})
     assert j.verdict == "confirmed" and "256M" in j.what and "claim's point is 16M" in j.what
     assert j.measured.value == pytest.approx(1.2)
     rows = [_row(16 * M, 1.2), _row(64 * M, 1.6), _row(256 * M, 0.9)]
-    assert determinism_overhead.judge(_d3("cub", rows), QUAL, {}).verdict == "refuted"
+    assert D3.judge(_d3("cub", rows), QUAL, {}).verdict == "refuted"
     # a claim at a larger point is read there
     big = 1024 * M
-    j = determinism_overhead.judge(_d3("cub", [_row(256 * M, 0.9), _row(big, 1.25)], n0=big),
-                                   QUAL, {})
+    j = D3.judge(_d3("cub", [_row(256 * M, 0.9), _row(big, 1.25)], n0=big), QUAL, {})
     assert j.verdict == "confirmed" and "1024M" in j.what
-    j = determinism_overhead.judge(_d3("bundled", [_row(16 * M, 1.01, 0.4)]), QUAL, {})
+    j = D3.judge(_d3("bundled", [_row(16 * M, 1.01, 0.4)]), QUAL, {})
     assert j.verdict == "inconclusive" and "fixed-order" in j.what
 
 
@@ -95,9 +97,9 @@ def test_d3_a_launch_bound_reading_point_is_not_judged_and_never_moves():
     # launch-bound 256M is inconclusive, never read at another size instead
     rows = [_row(16 * M, 1.5), _row(64 * M, 1.5), _row(256 * M, 1.4, launch_bound=True,
                                                        host_issue_ms=0.3)]
-    j = determinism_overhead.judge(_d3("cub", rows), QUAL, {})
+    j = D3.judge(_d3("cub", rows), QUAL, {})
     assert j.verdict == "inconclusive" and "launch-bound" in j.reason and "256M" in j.reason
-    j = determinism_overhead.judge(_d3("cub", [_row(16 * M, 1.5), _row(64 * M, 1.5)]), QUAL, {})
+    j = D3.judge(_d3("cub", [_row(16 * M, 1.5), _row(64 * M, 1.5)]), QUAL, {})
     assert j.verdict == "inconclusive" and "not measured" in j.reason
 
 
@@ -111,7 +113,7 @@ def test_d3_a_launch_bound_reading_point_is_not_judged_and_never_moves():
 def test_figure_row_reads_256m_only(ratio, verdict):
     # 64M far outside the claim changes nothing: the reading point is fixed
     rows = [_row(16 * M, 1.1), _row(64 * M, 1.9), _row(256 * M, ratio, spread=0.03)]
-    j = determinism_overhead.judge(_d3("cub", rows), FIGURE, {})
+    j = D3.judge(_d3("cub", rows), FIGURE, {})
     assert j.verdict == verdict and j.unit == "%"
     assert "256M" in j.what and "64M" not in j.what
     assert j.measured.value == pytest.approx(100 * (ratio - 1))
@@ -119,15 +121,15 @@ def test_figure_row_reads_256m_only(ratio, verdict):
 
 def test_figure_row_is_inconclusive_without_its_reading_point():
     rows = [_row(16 * M, 1.9), _row(64 * M, 1.25), _row(256 * M, 1.25, launch_bound=True)]
-    j = determinism_overhead.judge(_d3("cub", rows), FIGURE, {})
+    j = D3.judge(_d3("cub", rows), FIGURE, {})
     assert j.verdict == "inconclusive" and "launch-bound" in j.reason
-    j = determinism_overhead.judge(_d3("cub", [_row(16 * M, 1.25)]), FIGURE, {})
+    j = D3.judge(_d3("cub", [_row(16 * M, 1.25)]), FIGURE, {})
     assert j.verdict == "inconclusive" and "not measured" in j.reason
 
 
 def test_figure_row_is_not_applicable_to_the_bundled_pair():
     rows = [_row(16 * M, 1.0), _row(256 * M, 1.25)]
-    j = determinism_overhead.judge(_d3("bundled", rows), FIGURE, {})
+    j = D3.judge(_d3("bundled", rows), FIGURE, {})
     assert j.verdict == "not-applicable" and "cub implementation only" in j.reason
 
 
@@ -277,3 +279,15 @@ def test_without_cub_the_claim_is_recorded_not_run_and_bundled_still_judges(monk
     assert result.verdict == "not-run" and "CUDA GPU only" in result.reason
     verdicts = {j["combination"]["reduction"]: j["verdict"] for j in result.judgements}
     assert verdicts["cub"] == "not-run" and verdicts["bundled"] != "error"
+
+
+def test_d3_states_its_declared_criterion_and_for_cub_where_it_is_read():
+    # the texts the stored evidence carries: the declaration's, and for CUB its reading point
+    declared = "qualitative 'has an overhead': ratio interval above 1.05 confirms, below 1 refutes"
+    j = D3.judge(_d3("bundled", [_row(16 * M, 1.2)]), QUAL, {})
+    assert j.criterion == declared
+    j = D3.judge(_d3("cub", [_row(16 * M, 1.2), _row(256 * M, 1.2)]), QUAL, {})
+    assert j.criterion == (
+        f"{declared}; read at 256M fp32 (the claim's point when larger), fixed before any "
+        "timing; a launch-bound reading point is never judged (events cannot time a call the "
+        "host issues more slowly than the device runs it)")

@@ -9,7 +9,7 @@ import torch
 
 from flopkb.architecture.serving import layer_counts
 from flopkb.evidence import catalogue, hooks
-from flopkb.evidence.measurement import resolve
+from flopkb.evidence.measurement import Measurement, resolve
 from flopkb.evidence.stats import Interval
 from flopkb.grammar.magnitude import parse_magnitude
 from flopkb.kb import KnowledgeBase, load_kb
@@ -35,6 +35,12 @@ def hook(name: str):
     """What verify runs for the declared experiment `name` (its DEFAULTS: the hook's, completed
     by the declaration's point)."""
     return hooks.experiment_module(catalogue.for_kb(bundled_root()).get(name), bundled_root())
+
+
+def judge(m: Measurement, mag, cond: dict):
+    """The serving judge as verify and validate call it: handed a serving declaration (the four
+    state one qualitative criterion)."""
+    return hook("serving-samba-prompt").judge(m, mag, cond)
 
 
 def claim_conditions(kb: KnowledgeBase, cls: str, cid: str) -> dict:
@@ -92,9 +98,12 @@ def test_nemotron_reads_the_largest_batch_with_an_80_gb_control(kb: KnowledgeBas
     assert capped["model"] < own["model"] and capped["baseline"] < own["baseline"]
     speed = {"mamba2": 0.01, "attention": 0.02, "mlp": 0.01}
     m = serving.build(s, fake_times(kb, s, per, speed), kb, per)
-    j = serving.judge(m, parse_magnitude("up to 3x"), m.conditions)
+    j = judge(m, parse_magnitude("up to 3x"), m.conditions)
     assert j.what.startswith("memory_limited reading") and "memory_limited_80gb" in j.what
     assert "judged: the paper's rule" in j.what
+    # a qualitative reading states the declarations' criterion, as verify always stated it
+    j = judge(m, parse_magnitude("qualitative"), m.conditions)
+    assert j.criterion == "qualitative: the model is faster — ratio above 1.05"
 
 
 def test_prefill_claim_confirmed_and_refuted_by_the_composed_ratio(kb: KnowledgeBase) -> None:
@@ -107,16 +116,16 @@ def test_prefill_claim_confirmed_and_refuted_by_the_composed_ratio(kb: Knowledge
     r = m.data["readings"]["equal_batch"]["ratio"]
     assert r["value"] == pytest.approx(ratio)
     assert r["low"] == pytest.approx(ratio * 0.9 / 1.1)
-    j = serving.judge(m, parse_magnitude("3.73x"), m.conditions)
+    j = judge(m, parse_magnitude("3.73x"), m.conditions)
     assert j.verdict == "refuted" and j.measured.value == pytest.approx(ratio)
     speed["attention"] = (3.73 * 0.48 - 0.24) / 24  # a 3.73x composed ratio exactly
     m = serving.build(s, fake_times(kb, s, per, speed), kb, per)
-    assert serving.judge(m, parse_magnitude("3.73x"), m.conditions).verdict == "inconclusive"
+    assert judge(m, parse_magnitude("3.73x"), m.conditions).verdict == "inconclusive"
     narrow = {side: {"prefill": {t: Interval(v.value, v.value, v.value)
                                  for t, v in times["prefill"].items()}, "decode": {}}
               for side, times in fake_times(kb, s, per, speed).items()}
     m = serving.build(s, narrow, kb, per)
-    assert serving.judge(m, parse_magnitude("3.73x"), m.conditions).verdict == "confirmed"
+    assert judge(m, parse_magnitude("3.73x"), m.conditions).verdict == "confirmed"
 
 
 def test_kimi_is_judged_at_the_memory_limited_batch(kb: KnowledgeBase) -> None:
@@ -140,7 +149,7 @@ def test_kimi_is_judged_at_the_memory_limited_batch(kb: KnowledgeBase) -> None:
     ml = m.data["readings"]["memory_limited"]["ratio"]["value"]
     b_k, b_m = per["memory_limited"]["model"], per["memory_limited"]["baseline"]
     assert ml == pytest.approx(eq * b_k / b_m)
-    j = serving.judge(m, parse_magnitude("up to 6x"), m.conditions)
+    j = judge(m, parse_magnitude("up to 6x"), m.conditions)
     assert j.measured.value == pytest.approx(ml)
     assert "memory_limited reading" in j.what and "equal_batch" in j.what
 
@@ -163,7 +172,7 @@ def test_a_missing_reading_is_an_error_not_a_verdict(kb: KnowledgeBase) -> None:
                                                  "mlp": 1.0, "attention": 1.0}), kb, per)
     m.data["claim_reading"] = "memory_limited"
     with pytest.raises(Exception, match="no 'memory_limited' reading"):
-        serving.judge(m, parse_magnitude("3.73x"), m.conditions)
+        judge(m, parse_magnitude("3.73x"), m.conditions)
 
 
 def test_cpu_check_runs_every_kernel_against_its_reference(monkeypatch) -> None:
@@ -283,7 +292,7 @@ def test_measure_runs_end_to_end_on_the_cpu_with_a_stand_in_timer(kb, monkeypatc
     # every sublayer takes 1 ms: 52 sublayers against 64, prefill and 6 steps alike
     r = m.data["readings"]["equal_batch"]["ratio"]["value"]
     assert r == pytest.approx(64 / 52)
-    assert serving.judge(m, parse_magnitude("up to 3x"), m.conditions).measured.value == r
+    assert judge(m, parse_magnitude("up to 3x"), m.conditions).measured.value == r
     # the picture every GPU run draws per claim: the judged rows' bars (prefill and the decode
     # step at batch 1, both sides) and the composed ratio of the one reading
     assert m.plot is not None and m.plot["kind"] == "bars" and m.plot["x"] == "label"
@@ -446,16 +455,16 @@ def test_the_floor_rule_flips_a_verdict(kb: KnowledgeBase) -> None:
     floors = {t: 0.5 * v for t, v in speed.items()} | {"mamba1": 0.001}
     times = fake_times(kb, s, per, speed)
     m = serving.build(s, _layers(times, floors), kb, per)
-    j = serving.judge(m, parse_magnitude("3.73x"), m.conditions)
+    j = judge(m, parse_magnitude("3.73x"), m.conditions)
     assert j.verdict == "refuted"  # 10.5x; no faster attention known: judged, and said so
     assert "no faster implementation known" in j.reason and "model mamba1" in j.reason
     blocked = _layers(times, floors, {"mamba1": {"mamba_ssm": "not run: PeerUnavailable: x"}})
     m = serving.build(s, blocked, kb, per)
-    j = serving.judge(m, parse_magnitude("3.73x"), m.conditions)
+    j = judge(m, parse_magnitude("3.73x"), m.conditions)
     assert j.verdict == "inconclusive"
     assert "model mamba1 prefill at 0.10 of its floor" in j.reason and "mamba_ssm" in j.reason
     # without a declared fraction the rule is off
-    assert serving.judge(m, parse_magnitude("3.73x"), {}).verdict == "refuted"
+    assert judge(m, parse_magnitude("3.73x"), {}).verdict == "refuted"
 
 
 def test_a_ratio_above_the_roofline_ratio_is_refused(kb: KnowledgeBase) -> None:
@@ -468,14 +477,14 @@ def test_a_ratio_above_the_roofline_ratio_is_refused(kb: KnowledgeBase) -> None:
     # floors in the same proportion as the times: roofline ratio = composed ratio (10.5x)
     m = serving.build(s, _layers(times, {t: 0.5 * v for t, v in speed.items()}), kb, per)
     assert m.data["roofline"]["equal_batch"] == pytest.approx(10.5)
-    assert serving.judge(m, parse_magnitude("3.73x"), m.conditions).verdict == "refuted"
+    assert judge(m, parse_magnitude("3.73x"), m.conditions).verdict == "refuted"
     # the baseline's attention floor 10x lower: roofline ratio (24 x 0.01 + 24 x 0.005) /
     # (48 x 0.005) = 1.5x, the composed 10.5x is above 1.5 x 1.1
     low = {t: 0.5 * v for t, v in speed.items()} | {"attention": 0.01}
     m = serving.build(s, _layers(times, low), kb, per)
     assert m.data["roofline"]["equal_batch"] == pytest.approx(1.5)
     with pytest.raises(ExperimentError, match=r"implausible.*10\.5x.*roofline ratio 1\.5x"):
-        serving.judge(m, parse_magnitude("3.73x"), m.conditions)
+        judge(m, parse_magnitude("3.73x"), m.conditions)
 
 
 def test_the_fastest_correct_implementation_is_composed_and_the_default_beside_it(
@@ -498,7 +507,7 @@ def test_the_fastest_correct_implementation_is_composed_and_the_default_beside_i
     assert set(row["implementations"]) == {"bundled", "sdpa"}
     assert m.data["readings"]["equal_batch"]["ratio"]["value"] == pytest.approx(3.73)
     assert m.data["default_readings"]["equal_batch"]["value"] == pytest.approx(10.5)
-    j = serving.judge(m, parse_magnitude("3.73x"), m.conditions)
+    j = judge(m, parse_magnitude("3.73x"), m.conditions)
     assert j.verdict == "confirmed"
     assert "implementation-sensitive" in j.reason and "10.5x, refuted" in j.reason
 
@@ -551,7 +560,7 @@ def test_the_stacked_figure_is_stated_beside_the_verdict(kb: KnowledgeBase) -> N
     m = serving.build(s, fake_times(kb, s, per, speed), kb, per)
     m.data["stacked"] = {"model": {"kinds": ["mamba1", "mlp"], "stacked_ms": 21.0,
                                    "composed_ms": 20.0, "ratio": 1.05}, "baseline": None}
-    j = serving.judge(m, parse_magnitude("3.73x"), m.conditions)
+    j = judge(m, parse_magnitude("3.73x"), m.conditions)
     assert "model stacked mamba1+mlp: 21 ms end to end vs 20 ms composed (1.05x)" in j.reason
     # the stack runs norms and residual adds the composed sum leaves out: the 10% is read on
     # the like-for-like ratio (Samba's batch-16 step on the H200: 1.17x, 1.05x with them)
@@ -559,7 +568,7 @@ def test_the_stacked_figure_is_stated_beside_the_verdict(kb: KnowledgeBase) -> N
                                       glue_ms=0.0208)
     m.data["stacked"]["baseline"] = {"kinds": ["attention"], "stacked_ms": 1.3,
                                      "composed_ms": 1.0, "ratio": 1.3, "glue_ms": 0.05}
-    j = serving.judge(m, parse_magnitude("3.73x"), m.conditions)
+    j = judge(m, parse_magnitude("3.73x"), m.conditions)
     assert ("model stacked mamba1+mlp: 0.2155 ms end to end vs 0.1845 ms composed (1.17x; "
             "1.05x counting the stack's norms and residual adds, 0.0208 ms, which the composed "
             "sum leaves out)") in j.reason

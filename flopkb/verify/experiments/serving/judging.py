@@ -14,14 +14,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flopkb.architecture.serving import interval_of
 from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio
 from flopkb.verify.errors import ExperimentError
 
+if TYPE_CHECKING:
+    from flopkb.model.experiment import Experiment
+
 ROOFLINE_SLACK = 1.1
-QUALITATIVE = "qualitative: the model is faster — ratio above 1.05"
 
 
 def reading_rows(m: Measurement, r: dict[str, Any]) -> list[dict[str, Any]]:
@@ -63,7 +65,7 @@ def below_floor(m: Measurement, r: dict[str, Any], fraction: float | None
     return blocking, known
 
 
-def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
+def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment) -> Judgement:
     readings = m.data["readings"]
     name = m.data["claim_reading"]
     if name not in readings:
@@ -82,7 +84,8 @@ def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
                                                                else "")
     if cond.get("reading_why"):
         what += f"; judged: {cond['reading_why']}"
-    j = judge_ratio(ratio, mag, what=what, qualitative=QUALITATIVE)
+    qualitative = declaration.qualitative_criterion
+    j = judge_ratio(ratio, mag, what=what, qualitative=qualitative)
     notes: list[str] = []
     if roof is not None:
         notes.append(f"roofline ratio {roof:.3g}x")
@@ -98,7 +101,7 @@ def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
     notes.extend(_stacked_notes(m.data.get("stacked") or {}))
     default = (m.data.get("default_readings") or {}).get(name)
     if default is not None and j.verdict in ("confirmed", "refuted"):
-        d = judge_ratio(interval_of(default), mag, what=what, qualitative=QUALITATIVE)
+        d = judge_ratio(interval_of(default), mag, what=what, qualitative=qualitative)
         if {d.verdict, j.verdict} == {"confirmed", "refuted"}:
             notes.append(f"implementation-sensitive: every layer at its default implementation "
                          f"reads {default['value']:.3g}x, {d.verdict}")
