@@ -68,12 +68,18 @@ def _verdict_cell(src: Sources, claim: str, newest: EvidenceRecord) -> str:
     return shown
 
 
+def _runs(src: Sources, claim: str) -> list[EvidenceRecord]:
+    """The claim's full runs on the H200, oldest first (the last one is the newest)."""
+    runs = src.runs(claim)
+    if not runs:
+        raise MissingFigure(f"no evidence for {claim}")
+    return runs
+
+
 def block_serving_verdicts(src: Sources) -> str:
     rows = []
     for claim in CLAIMS:
-        runs = src.runs(claim)
-        if not runs:
-            raise MissingFigure(f"no evidence for {claim}")
+        runs = _runs(src, claim)
         e = runs[-1]
         data = e.statistics["data"]
         r = _reading(e)
@@ -138,10 +144,7 @@ def block_serving_pictures(src: Sources) -> str:
     newest full-run evidence on the H200, under a caption with its verdict."""
     parts = []
     for claim in CLAIMS:
-        runs = src.runs(claim)
-        if not runs:
-            raise MissingFigure(f"no evidence for {claim}")
-        e = runs[-1]
+        e = _runs(src, claim)[-1]
         parts.append(_caption(e) + f"\n![{claim} on the H200: {e.verdict.value}]"
                      f"({_picture(src, e)})\n")
     return "\n".join(parts)
