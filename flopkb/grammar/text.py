@@ -4,6 +4,7 @@ and the one plain-number form figures print in (`plain_g`)."""
 from __future__ import annotations
 
 import heapq
+import math
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -115,6 +116,26 @@ def plain_g(x: float, digits: int) -> str:
         places = digits - len(str(int(abs(x))))
         return str(int(round(x, places))) if places <= 0 else f"{x:.{places}f}"
     return f"{x:.{digits}g}"
+
+
+def plain(value: float) -> str:
+    """A picture's tick or bar label without exponents: 512, 1K, 16K, 16M (binary for multiples
+    of 1024), 10k, 0.5, 2.5 (here, not in flopkb.verify.plots, so a hook's picture description
+    can use it without validate importing the run)."""
+    if value == 0 or not math.isfinite(value):
+        return "0" if value == 0 else str(value)
+    if value >= 1024 and float(value).is_integer() and int(value) % 1024 == 0:
+        for suffix in ("K", "M", "G", "T"):
+            value /= 1024
+            if value < 1024 or not float(value).is_integer() or int(value) % 1024:
+                return f"{value:g}{suffix}"
+    if abs(value) >= 10_000:
+        for suffix, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+            if abs(value) >= scale:
+                return f"{value / scale:.3g}{suffix}"
+    if float(value).is_integer():
+        return str(int(value))
+    return f"{value:.4g}" if abs(value) >= 1 else f"{value:.3g}"
 
 
 # A figure is written in ASCII digits, as the formula grammar reads numbers (`re.ASCII`):

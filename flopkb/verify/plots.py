@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from flopkb.atomic import atomic_path
-from flopkb.grammar.text import plain_g
+from flopkb.grammar.text import plain, plain_g
 
 VERDICT_COLOURS = {
     "confirmed": "#2ca02c",
@@ -111,25 +111,6 @@ class ClaimView:
             quick=bool((evidence.conditions or {}).get("quick")),
             reason=evidence.reason,
         )
-
-
-def plain(value: float) -> str:
-    """A tick label without exponents: 512, 1K, 16K, 16M (binary for multiples of 1024), 10k,
-    0.5, 2.5."""
-    if value == 0 or not math.isfinite(value):
-        return "0" if value == 0 else str(value)
-    if value >= 1024 and float(value).is_integer() and int(value) % 1024 == 0:
-        for suffix in ("K", "M", "G", "T"):
-            value /= 1024
-            if value < 1024 or not float(value).is_integer() or int(value) % 1024:
-                return f"{value:g}{suffix}"
-    if abs(value) >= 10_000:
-        for suffix, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-            if abs(value) >= scale:
-                return f"{value / scale:.3g}{suffix}"
-    if float(value).is_integer():
-        return str(int(value))
-    return f"{value:.4g}" if abs(value) >= 1 else f"{value:.3g}"
 
 
 def render(

@@ -15,11 +15,11 @@ pytest.importorskip("matplotlib")
 import matplotlib.pyplot as plt
 from matplotlib.container import ErrorbarContainer
 
-from flopkb.grammar.text import plain_g
+from flopkb.grammar.text import plain, plain_g
 from flopkb.kb import load_files
 from flopkb.paths import bundled_root
 from flopkb.verify import plots
-from flopkb.verify.plots import ClaimView, plain
+from flopkb.verify.plots import ClaimView
 
 ROOT = Path(__file__).resolve().parents[3]
 LENGTHS = [512, 1024, 2048, 4096, 8192, 16384]

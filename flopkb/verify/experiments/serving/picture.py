@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from flopkb.evidence.measurement import Measurement
-from flopkb.verify.plots import plain
+from flopkb.grammar.text import plain
 
 from .judging import ROOFLINE_SLACK, reading_rows
 
