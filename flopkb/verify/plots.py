@@ -18,7 +18,8 @@ experiment modules stay free of plotting code:
 
 - kind "lines" / "bars": x column `x`, one series per `series` {label: column}; optional `filter`
   {column: value, or a list of the values kept}, `logx`, `logy`, `vline` (+ `vline_label`),
-  `hline`, `markers`, `title` (above the main panel: what the picture shows);
+  `hline` (+ `hline_label`, its legend entry), `markers`, `title` (above the main panel: what
+  the picture shows);
 - kind "bars" also: `colour_by` a column (each bar coloured by its row's value, one legend entry per
   value, named by `colour_names` {value: label}); `marks` {label: column}, a short line across each
   row's bars at that column's value (a floor, a bound); `bar_text` {"column", "format"}, a figure
@@ -330,7 +331,7 @@ def _draw_main(ax: Any, spec: dict[str, Any], rows: list[dict[str, Any]]) -> lis
     if spec.get("logy"):
         ax.set_yscale("log")
     if spec.get("hline") is not None:
-        ax.axhline(spec["hline"], color="grey", linestyle=":", linewidth=1)
+        _hline(ax, float(spec["hline"]), spec.get("hline_label"), bool(spec.get("logy")))
     ax.set_xlabel(spec.get("xlabel", ""))
     ax.set_ylabel(spec.get("ylabel", ""))
     return positions
@@ -656,3 +657,17 @@ def _header(fig: Any, view: ClaimView) -> None:
     if view.criterion:
         rule = "\n".join(_rule_lines(view))
         fig.text(0.02, 0.012, rule, fontsize=8, va="bottom", color="#444444")
+
+
+def _hline(ax: Any, y: float, label: str | None, logy: bool) -> None:
+    """A reference level across the panel, always in view. A labelled one is a limit the
+    reader measures the bars against (a tolerance): drawn darker, in the legend."""
+    if label:
+        ax.axhline(y, color="black", linestyle="--", linewidth=1.2, label=label)
+    else:
+        ax.axhline(y, color="grey", linestyle=":", linewidth=1)
+    low, high = ax.get_ylim()
+    if y > high:
+        ax.set_ylim(low, y * 2 if logy else y + 0.05 * (y - low))
+    elif y < low:
+        ax.set_ylim(y / 2 if logy else y - 0.05 * (high - y), high)

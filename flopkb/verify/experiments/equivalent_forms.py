@@ -215,17 +215,19 @@ def measure(ctx: Context, cond: dict[str, Any], *, declaration: Any = None) -> M
             names = _names(got)
             wants = tuple(want) * (len(got) // len(want))
             entries = equivalence.compare(names, got, wants)
-            _record_checks(ctx, form, entries, _tolerance(declaration))
+            tol = _tolerance(declaration)
+            _record_checks(ctx, form, entries, tol)
             row = point_row(seq_len=shape["seq_len"], dtype=dtype, label=f"{dtype}",
                             equivalence=entries,
                             max_rel_err=max((e["max_rel_err"] for e in entries
                                              if e.get("max_rel_err") is not None), default=None))
+            if tol is not None:  # what the verdict reads: the worst entry against the tolerance
+                row["tolerance_fraction"] = max(
+                    (equivalence.tolerance_ratio(e, *tol) for e in entries), default=None)
             if form == "hgrn2" and dtype == DTYPES[0]:
                 row.update(_times(ctx, impl, ref, args, shape, chunk))
             rows.append(row)
-    plot = {"kind": "bars", "x": "label", "xlabel": "input dtype", "logy": True,
-            "ylabel": "max |impl - ref| / max |ref|", "series": {"outputs and state":
-                                                                  "max_rel_err"}}
+    plot = _picture(_tolerance(declaration) is not None)
     return Measurement({"primary": rows[0]}, rows, dict(cond), plot)
 
 
@@ -244,6 +246,20 @@ def _times(ctx: Context, chunked: Any, scan: Any, args: tuple, shape: dict[str, 
     r = ratio_interval(t_s, t_c)
     return {"scan_ms": t_s.median_ms, "chunked_ms": t_c.median_ms, "ratio": r.value,
             "ratio_low": r.low, "ratio_high": r.high}
+
+
+def _picture(with_tolerance: bool) -> dict[str, Any]:
+    """Bars per input dtype: the worst output or state against the declared tolerance, with the
+    limit drawn at 1 (the margin the verdict reads); without a tolerance, the bare relative
+    error."""
+    if not with_tolerance:
+        return {"kind": "bars", "x": "label", "xlabel": "input dtype", "logy": True,
+                "ylabel": "max |impl - ref| / max |ref|",
+                "series": {"outputs and state": "max_rel_err"}}
+    return {"kind": "bars", "x": "label", "xlabel": "input dtype", "logy": True,
+            "ylabel": "max |impl - ref| / (atol + rtol max |ref|)",
+            "series": {"worst output or state": "tolerance_fraction"}, "hline": 1.0,
+            "hline_label": "declared tolerance (above: not equal)"}
 
 
 def _tolerance(declaration: Any) -> tuple[float, float] | None:

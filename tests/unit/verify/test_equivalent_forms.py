@@ -284,8 +284,12 @@ def test_each_form_draws_its_picture(tmp_path: Path, form: str) -> None:
     from flopkb.verify.plots import ClaimView, render
 
     _, m = _measure(form, lambda side, state: 4.0 if "scan" in side else 1.0)
+    # the bars read the errors against the declared tolerance, its limit drawn at 1
+    assert m.plot["series"] == {"worst output or state": "tolerance_fraction"}
+    assert m.plot["hline"] == 1.0 and "tolerance" in m.plot["hline_label"]
+    assert all(0 <= r["tolerance_fraction"] <= 1 for r in m.sweep)
     # an exact match (error 0) on the log axis must not break the picture
-    m.sweep[0]["max_rel_err"] = 0.0
+    m.sweep[0]["tolerance_fraction"] = 0.0
     view = ClaimView(claim=CLAIMS[form][0], experiment=CLAIMS[form][1], gpu="G",
                      accelerator=None, verdict="confirmed")
     path = render(m.plot, m.sweep, tmp_path / "p.png", view)
