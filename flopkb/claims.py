@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from flopkb.architecture.show import derived_values
-from flopkb.evidence.pooled import pooled
+from flopkb.evidence.pooled import Pooled, pooled
 from flopkb.hardware.derived import computed_values
 from flopkb.hardware.model import HardwareModel, UnknownRecord
 from flopkb.kb import KnowledgeBase
@@ -100,14 +100,20 @@ def list_claims(
 WHY_CHARS = 240
 
 
-def why_no_figure(p: Any) -> str | None:
+def first_clause(reason: str | None) -> str:
+    """A verdict's reason up to its first "; ": the rule that decided it (judges append their
+    notes after it)."""
+    return (reason or "").split("; ")[0].strip()
+
+
+def why_no_figure(p: Pooled) -> str | None:
     """Why a pooled verdict carries no figure (error, inconclusive): the newest run's reason,
     its first clause (a verdict that measured nothing stands on the newest run alone,
     `flopkb.evidence.pooled`); None where there is a figure."""
     if p.figure is not None or p.verdict not in ("error", "inconclusive") or not p.runs:
         return None
     newest = p.runs[0]
-    reason = (newest.reason or "").split("; ")[0].strip()
+    reason = first_clause(newest.reason)
     if not reason:
         return None
     text = reason if len(reason) <= WHY_CHARS else reason[:WHY_CHARS - 1] + "…"

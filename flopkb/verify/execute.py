@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -160,7 +161,8 @@ def _judge(mod: Any, t: Target, entry: dict[str, Any], cond: dict[str, Any]) -> 
 
 
 def merged_entry(entries: list[dict[str, Any]], cond: dict[str, Any],
-                 describe: Any = None) -> dict[str, Any]:
+                 describe: Callable[[dict[str, Any], list[dict[str, Any]]], Any] | None = None
+                 ) -> dict[str, Any]:
     """One combination's rounds as one entry: its measurement merged from the rounds that
     measured (`flopkb.evidence.rounds`), judged from the same stored, rounded numbers that
     `flopkb validate` re-derives the verdict from. A round that failed is noted; with none

@@ -7,7 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from flopkb.claims import first_clause
+from flopkb.evidence.measurement import Measurement
 from flopkb.model import EvidenceRecord
+from flopkb.verify.experiments.serving.judging import (
+    STACK_TOLERANCE,
+    reading_rows,
+    stacked_like_for_like,
+)
 
 from .fmt import band, paragraph, table
 from .sources import MissingFigure, Sources
@@ -16,8 +23,6 @@ HF_BLOCK = "models-hf"
 # the serving claims, in the order docs/models.md describes their experiments
 CLAIMS = ("samba/prompt-throughput", "samba/generation-speedup", "nemotron-h/faster-inference",
           "kimi-linear/decoding-throughput", "kimi-linear/decoding-tpot-batch1")
-# the stacked-model check holds the composition to this (issue 23, the serving judge's note)
-STACK_TOLERANCE = 0.10
 
 
 def _reading(e: EvidenceRecord) -> dict[str, Any]:
@@ -39,19 +44,17 @@ def _stack_cell(e: EvidenceRecord) -> str:
         if not st:
             cells.append(f"{side}: not run")
             continue
-        like = st["stacked_ms"] / (st["composed_ms"] + st["glue_ms"])
+        like = stacked_like_for_like(st)
         flag = "" if abs(like - 1) <= STACK_TOLERANCE else " **outside 10%**"
         cells.append(f"{side} {st['ratio']:.3f} ({like:.3f} with norms){flag}")
     return "; ".join(cells) or "-"
 
 
 def _below_floor(e: EvidenceRecord, fraction: float) -> str:
-    """The judged reading's layers below `fraction` of their floor, slowest first."""
-    r = _reading(e)
-    rows = [row for row in e.sweep if row.get("floor_fraction") is not None
-            and row["floor_fraction"] < fraction
-            and (row["phase"] == "prefill" or row.get("batch") in (r.get("model_batch"),
-                                                                     r.get("baseline_batch")))]
+    """The judged reading's layers (the rows the judge reads) below `fraction` of their floor,
+    slowest first."""
+    rows = [row for row in reading_rows(Measurement(e.statistics["data"], e.sweep), _reading(e))
+            if row.get("floor_fraction") is not None and row["floor_fraction"] < fraction]
     rows.sort(key=lambda row: row["floor_fraction"])
     return ", ".join(f"{row['side']} {row['layer_type']} {row['phase']} "
                      f"{row['floor_fraction']:.2f}" for row in rows) or "none"
@@ -64,7 +67,7 @@ def _verdict_cell(src: Sources, claim: str, newest: EvidenceRecord) -> str:
         shown += f"; pooled {p.figure.text()}"
     if newest.verdict.value == "error":
         # the refusal's own first clause: why this claim has no figure
-        shown += f" ({len(src.runs(claim))} runs): " + (newest.reason or "").split("; ")[0]
+        shown += f" ({len(src.runs(claim))} runs): " + first_clause(newest.reason)
     return shown
 
 
@@ -132,8 +135,7 @@ def _caption(e: EvidenceRecord) -> str:
         verdict = f"composed {_figure(e)} at the {reading} reading: **{e.verdict.value}**"
     else:
         # an error verdict has no figure: the refusal's own first clause says why
-        verdict = f"**{e.verdict.value}** at the {reading} reading, " + \
-            (e.reason or "").split("; ")[0]
+        verdict = f"**{e.verdict.value}** at the {reading} reading, " + first_clause(e.reason)
     return paragraph(f"`{e.claim}`, run of {e.timestamp:%Y-%m-%d %H:%M} UTC "
                      f"([evidence](../records/evidence/{e.id}.yaml)): claimed "
                      f"{(e.expected or {}).get('text', '-')}, {verdict}.")

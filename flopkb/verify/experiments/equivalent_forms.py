@@ -205,6 +205,7 @@ def measure(ctx: Context, cond: dict[str, Any], *, declaration: Any = None) -> M
     chunk = int(cond["chunk_size"])
     impl, ref, _ = _sides(ctx, form, chunk)
     shape = {k: int(cond[k]) for k in ("batch", "seq_len", "heads", "head_dim")}
+    tol = _tolerance(declaration)
     rows: list[dict[str, Any]] = []
     for dtype in DTYPES[:1] if ctx.quick else DTYPES:
         if not ctx.more(len(rows)):
@@ -215,7 +216,6 @@ def measure(ctx: Context, cond: dict[str, Any], *, declaration: Any = None) -> M
             names = _names(got)
             wants = tuple(want) * (len(got) // len(want))
             entries = equivalence.compare(names, got, wants)
-            tol = _tolerance(declaration)
             _record_checks(ctx, form, entries, tol)
             row = point_row(seq_len=shape["seq_len"], dtype=dtype, label=f"{dtype}",
                             equivalence=entries,
@@ -227,7 +227,7 @@ def measure(ctx: Context, cond: dict[str, Any], *, declaration: Any = None) -> M
             if form == "hgrn2" and dtype == DTYPES[0]:
                 row.update(_times(ctx, impl, ref, args, shape, chunk))
             rows.append(row)
-    plot = _picture(_tolerance(declaration) is not None)
+    plot = _picture(tol is not None)
     return Measurement({"primary": rows[0]}, rows, dict(cond), plot)
 
 
