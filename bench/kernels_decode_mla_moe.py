@@ -50,6 +50,8 @@ MOE_BENCH, MOE_COST, MOE_FWD = (load_op("moe", m) for m in ("bench", "cost", "fo
 
 ROUNDS = 3
 WIDE = False  # --wide
+# --wide's row of the bundled step at its own default config, beside the sweep's fastest
+DEFAULT_IMPL = "bundled_default_config"
 BUDGET_MS = 25.0  # device time per (implementation, method, round)
 REL_BOUND = 2e-2  # bf16 outputs against the float32 check
 # The H200 copy bandwidth issue 24 quotes (read + write): the ceiling of --cpu-smoke's floors,
@@ -258,9 +260,15 @@ def bench_mla(rows: list[dict[str, Any]], shapes: list[tuple[int, int]], dims: d
         configs = MLA_WIDE_SWEEP if WIDE else MLA_SWEEP[:2] if quick else MLA_SWEEP
         best, tried = sweep(shape, configs, with_config, lambda c: c.__dict__)
         splits = MLA_STEP.default_splits(batch, context, best, device)
+        default = MLA_STEP.default_config(device)
         shape.add("bundled", with_config(best), config=best.__dict__, splits=splits, sweep=tried,
+                  default_config=default.__dict__,
                   workspace_bytes=MLA_COST.workspace_bytes(batch, dims["heads"], splits,
                                                            rank=dims["rank"]))
+        if WIDE and best != default:
+            # the config the step picks itself, timed in the same interleaved rounds as the
+            # sweep's fastest (the sweep times each config once)
+            shape.add(DEFAULT_IMPL, with_config(default), config=default.__dict__)
         for name, peer in MLA_BENCH.PEERS.items():
             expanded = MLA_BENCH.expanded_bytes(batch, context, **dims)
             if name == "torch_naive" and expanded > NAIVE_MAX_BYTES:
@@ -356,7 +364,7 @@ def table(rows: list[dict[str, Any]], gbps: float | None) -> str:
         shapes.setdefault(key, []).append(r)
     for key, group in shapes.items():
         ours = next((r for r in group if r["impl"] == "bundled"), {})
-        peers = [r for r in group if r["impl"] != "bundled"]
+        peers = [r for r in group if not r["impl"].startswith("bundled")]
 
         def best_ms(r: dict[str, Any]) -> float:
             vals = [v for v in (r.get("graph_ms"), r.get("eager_ms")) if v is not None]

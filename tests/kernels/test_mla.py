@@ -178,6 +178,24 @@ def test_bench_script_cpu_smoke(tmp_path):
     assert "floor" in done.stdout
 
 
+def test_bench_wide_sweep_cpu_smoke(tmp_path):
+    # --wide: the 36-config grid, and the step's own default config as a row of its own (timed
+    # in the rounds beside the fastest on a GPU), checked like every implementation
+    out = tmp_path / "wide.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TRITON_INTERPRET": "1"}
+    done = subprocess.run([sys.executable, str(ROOT / "bench/kernels_decode_mla_moe.py"),
+                           "--cpu-smoke", "--sections", "mla", "--wide", "--out", str(out)],
+                          capture_output=True, text=True, env=env, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    rows = {r["impl"]: r for r in json.loads(out.read_text())["mla"]}
+    bundled, default = rows["bundled"], rows["bundled_default_config"]
+    assert len(bundled["sweep"]) == 36 and all("rel_err" in e for e in bundled["sweep"])
+    assert default["config"] == bundled["default_config"] != bundled["config"]
+    assert default["correct"] and default.get("graph_ms") is None
+    # the default row is ours, never the "best peer" the table compares against
+    assert "bundled_default_config" not in done.stdout.splitlines()[-2]
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_step_replays_in_a_cuda_graph_with_new_lengths(mla):

@@ -13,6 +13,8 @@ from .fmt import paragraph, table
 from .sources import MissingFigure, Sources
 
 BLOCK = "decode-kernels"
+# bench/kernels_decode_mla_moe.py --wide's row of the step at its own default config
+DEFAULT_IMPL = "bundled_default_config"
 # issue 24's targets: MLA at least 0.70 of its HBM floor, MoE at least 0.50
 TARGETS = {"mla": 0.70, "moe": 0.50}
 
@@ -33,7 +35,7 @@ def _rows(path: str, data: dict[str, Any], section: str) -> list[list[str]]:
         ours = next((r for r in group if r["impl"] == "bundled"), None)
         if ours is None or not ours.get("correct") or ours.get("graph_ms") is None:
             raise MissingFigure(f"{path}: no correct graph-timed bundled {section} at {key}")
-        peers = [r for r in group if r["impl"] != "bundled" and r.get("correct")]
+        peers = [r for r in group if not r["impl"].startswith("bundled") and r.get("correct")]
         best = min(peers, key=_best_ms, default=None)
         frac = ours["floor_ms"] / ours["graph_ms"]
         target = TARGETS[section]
@@ -68,32 +70,56 @@ def _config_text(c: dict[str, Any]) -> str:
 
 
 def _mla_wide(src: Sources) -> str:
-    """The MLA kernel's launch grid swept wide (bench --wide): per shape the fastest config
-    against the default one (`kernels/mla/step.py` `default_config` on Hopper)."""
+    """The MLA kernel's launch grid swept wide (bench --wide): per shape the sweep's fastest
+    config against the one the step picks itself (`default_config`), both timed in the same
+    interleaved rounds."""
     path, data = src.json(BLOCK, "mla_wide")
-    default = {"block_n": 32, "num_warps": 8, "num_stages": 3, "heads_as_n": True,
-               "programs_per_sm": 1, "block_v": None}
-    rows = []
-    for r in data["mla"]:
-        if r["impl"] != "bundled":
-            continue
-        timed = [e for e in r["sweep"] if e.get("graph_ms") is not None]
-        if not timed:
-            raise MissingFigure(f"{path}: no timed config at B={r['batch']} L={r['context']}")
-        best = min(timed, key=lambda e: e["graph_ms"])
-        base = next((e for e in timed if e["config"] == default), None)
-        floor = r["floor_ms"]
-        rows.append([f"B={r['batch']}, context {r['context'] // 1024}K", f"{floor:.3g} ms",
-                     "-" if base is None else f"{base['graph_ms']:.3g} ms "
-                                              f"({floor / base['graph_ms']:.2f})",
+    again_path, again = src.json(BLOCK, "mla_wide_rerun")
+    by_shape, rerun = _by_shape(data), _by_shape(again)
+    rows, causes = [], set()
+    for (batch, context), impls in by_shape.items():
+        best, base = impls.get("bundled"), impls.get(DEFAULT_IMPL)
+        if best is None or base is None or None in (best.get("graph_ms"), base.get("graph_ms")):
+            raise MissingFigure(f"{path}: B={batch} L={context} lacks the fastest or the "
+                                f"default config's rounds")
+        failed = [e["error"] for e in best["sweep"] if "error" in e]
+        causes |= {e.split(":")[0] for e in failed}
+        floor = best["floor_ms"]
+        rows.append([f"B={batch}, context {context // 1024}K", f"{floor:.3g} ms",
+                     f"{base['graph_ms']:.3g} ms ({floor / base['graph_ms']:.2f})",
                      f"{best['graph_ms']:.3g} ms ({floor / best['graph_ms']:.2f})",
-                     _config_text(best["config"]),
-                     f"{len(timed)} timed, {sum('error' in e for e in r['sweep'])} failed"])
+                     _config_text(best["config"]), f"{base['graph_ms'] / best['graph_ms']:.2f}x",
+                     _second(rerun.get((batch, context), {}), best, base),
+                     f"{len(best['sweep']) - len(failed)} timed, {len(failed)} failed"])
+    default = _config_text(next(iter(by_shape.values()))["bundled"]["default_config"])
     return table(["shape", "floor", "default config (fraction)", "fastest config (fraction)",
-                  "fastest config", "configs"], rows) + "\n" + paragraph(
+                  "fastest config", "speed-up", "second run", "configs"], rows) + "\n" + paragraph(
         f"The split kernel's launch grid (block_n 32/64/128 x 4/8 warps x 2/3/4 stages x 1/2 "
-        f"programs per SM) at three shapes, each config checked against the float32 reference "
-        f"then timed once by CUDA-graph replay; configs that fail are out of shared memory. "
-        f"The default is not changed yet: `kernels/mla/` is hashed by the four serving "
-        f"experiments, whose evidence a change stales. Source: `{path}` ({data['started'][:10]}, "
+        f"programs per SM) at three shapes: each config checked against the float32 reference "
+        f"and timed once by CUDA-graph replay; the fastest and the default ({default}) then "
+        f"timed in {data['rounds']} interleaved rounds beside the torch peers (medians above). "
+        f"The second run is the same command in the next process (`{again_path}`): its "
+        f"fastest and default times, apart from the first run's by the percentage. "
+        f"Configs that failed: {', '.join(sorted(causes)) or 'none'}. The default is not "
+        f"changed yet: `kernels/mla/` is hashed by the four serving experiments, whose evidence "
+        f"a change stales. Source: `{path}` ({data['started'][:10]}, "
         f"`{data['command'].split('python3 ')[-1]}`, copy {data['copy_gbps']:.0f} GB/s).")
+
+
+def _by_shape(data: dict[str, Any]) -> dict[tuple[int, int], dict[str, dict[str, Any]]]:
+    """(batch, context) -> implementation -> its row, of one --wide run."""
+    out: dict[tuple[int, int], dict[str, dict[str, Any]]] = {}
+    for r in data["mla"]:
+        out.setdefault((r["batch"], r["context"]), {})[r["impl"]] = r
+    return out
+
+
+def _second(again: dict[str, dict[str, Any]], best: dict[str, Any], base: dict[str, Any]
+            ) -> str:
+    """The second run's fastest and default times at one shape, each with how far it is from
+    the first run's."""
+    b, d = again.get("bundled"), again.get(DEFAULT_IMPL)
+    if b is None or d is None or b["config"] != best["config"]:
+        return "-" if b is None or d is None else f"fastest config differs: {b['config']}"
+    return (f"{b['graph_ms']:.3g} ms ({(b['graph_ms'] / best['graph_ms'] - 1):+.1%}), default "
+            f"{d['graph_ms']:.3g} ms ({(d['graph_ms'] / base['graph_ms'] - 1):+.1%})")
