@@ -115,6 +115,9 @@ def kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _edit(records / "quantities/hbm_bandwidth.yaml", _quantity)
     evidence = sorted((records / "evidence").glob("ev-mamba2-ssd--ssd-vs-fused-scan-*.yaml"))
     _edit(evidence[-1], _evidence)
+    # an error verdict: `claims` prints its reason's first clause where a figure would stand
+    refused = sorted((records / "evidence").glob("ev-kimi-linear--decoding-throughput-*.yaml"))
+    _edit(refused[-1], lambda d: d.update(reason=PAYLOAD + "; the notes after it"))
     # a record under a hostile file name (FKB125: id and stem differ) and one in a hostile
     # folder (FKB126: not in the folder of its kind)
     source = (records / "sources/dao-gu-2024-ssd.yaml").read_text(encoding="utf-8")

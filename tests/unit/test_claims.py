@@ -125,3 +125,22 @@ def test_a_verdict_without_a_figure_says_why(kb: KnowledgeBase) -> None:
     assert "; " not in why  # the first clause only, the notes after it left out
     # a row with a figure carries none
     assert rows["nemotron-h/faster-inference"]["why_no_figure"] == {}
+
+
+def test_why_no_figure_is_bounded_on_a_hostile_reason() -> None:
+    # a record's reason is untrusted text: a megabyte without "; " is cut to WHY_CHARS, at
+    # linear cost (the terminal table escapes what is left, tests/cli/test_output_escaping.py)
+    import time
+    from types import SimpleNamespace
+
+    from flopkb.claims import WHY_CHARS, why_no_figure
+
+    run = SimpleNamespace(reason="\x1b[31m" + "x" * 1_000_000)
+    p = SimpleNamespace(figure=None, verdict="error", runs=[run])
+    start = time.process_time()
+    why = why_no_figure(p)
+    assert time.process_time() - start < 1.0
+    assert why is not None and len(why) == len("newest run: ") + WHY_CHARS and why.endswith("…")
+    # a verdict with a figure, or one that measured something, says nothing here
+    assert why_no_figure(SimpleNamespace(figure=object(), verdict="error", runs=[run])) is None
+    assert why_no_figure(SimpleNamespace(figure=None, verdict="refuted", runs=[run])) is None
