@@ -74,11 +74,42 @@ class Maker:
         return self.randn(k, n, scale=1.0 / math.sqrt(k))
 
     def mm(self, a: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        """a [..., K] @ w [K, N] -> [rows, N]: the bundled Triton GEMM or cuBLAS."""
+        """a [..., K] @ w [K, N] -> [rows, N]: the bundled Triton GEMM or cuBLAS (which reads
+        a transposed view of `a` in place)."""
         a2 = a.reshape(-1, a.shape[-1])
         if self.gemm is None:
             return a2 @ w
         return self.gemm.matmul(a2.contiguous(), w)
+
+    def mm_t(self, a: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        """(a[i] @ w)^T for each sequence of a [B, L, K] -> [B, N, L], contiguous: a Mamba
+        layer's channels-first projection (Mamba's own `W @ x^T`), so the scan's [B, D, L]
+        inputs need no transposing copy. cuBLAS takes both operands as transposed views; the
+        bundled GEMM gets them copied (its kernels read row-major operands)."""
+        if self.gemm is not None:
+            wt = w.t().contiguous()
+            outs = [self.gemm.matmul(wt, s.t().contiguous()) for s in a]
+            return outs[0].unsqueeze(0) if len(outs) == 1 else torch.stack(outs)
+        b, length, _ = a.shape
+        out = torch.empty(b, w.shape[1], length, device=a.device, dtype=self.dt)
+        for i in range(b):
+            torch.matmul(w.t(), a[i].t(), out=out[i])
+        return out
+
+    def conv(self, x: torch.Tensor, w: torch.Tensor, channels_last: bool = False
+             ) -> torch.Tensor:
+        """silu(short causal depthwise conv) of x [B, C, L] (any strides): the bundled kernel
+        (`conv.causal_conv_silu`) for every implementation, torch's conv1d for the reference.
+        `channels_last`: the result's channels are contiguous (a [B, L, C] buffer seen as
+        [B, C, L]), as Mamba-2's time-major split wants it."""
+        if self.reference:
+            return conv_prefill(x, w)
+        from .conv import causal_conv_silu
+
+        b, c, length = x.shape
+        out = (torch.empty(b, length, c, device=x.device, dtype=x.dtype).transpose(1, 2)
+               if channels_last else None)
+        return causal_conv_silu(x, w, out)
 
 
 def conv_prefill(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:

@@ -23,6 +23,8 @@ WHAT = {
     "cublas": "the bundled layer with every projection through cuBLAS (torch.matmul)",
     "mamba_ssm": "mamba_ssm's Triton selective_state_update, cuBLAS projections",
     "fla": "flash-linear-attention's chunk_kda / fused_recurrent_kda, cuBLAS projections",
+    "mamba_cuda": "Mamba's CUDA selective scan (built from the mamba-ssm source), cuBLAS "
+                  "projections",
 }
 
 DECODE: dict[str, tuple[str, ...]] = {
@@ -41,7 +43,7 @@ PREFILL: dict[str, tuple[str, ...]] = {
     "sliding_attention": ("bundled", "sdpa"),
     "mla": ("torch",),
     "moe": ("torch",),  # kernels/moe is for decode-sized batches (T <= 64)
-    "mamba1": ("bundled",),
+    "mamba1": ("bundled", "mamba_cuda"),
     "mamba2": ("bundled",),
     "mlp": ("bundled", "cublas"),
     "kda": ("fla",),

@@ -10,8 +10,11 @@ lists each type's implementations; "reference" is the float32 ground truth):
   causal, GQA (`enable_gqa`), and for the window queries in blocks of W against their block and
   the previous one with a band mask (`attention.window_sdpa`, SDPA's memory-efficient backend:
   flash takes no mask);
-- Mamba-1: the bundled `selective_scan`; Mamba-2: the bundled `ssd_chunked` (chunk 256); their
-  short causal convolution is torch's depthwise `conv1d`;
+- Mamba-1: the bundled `selective_scan`, or "mamba_cuda" Mamba's own CUDA selective scan (built
+  from the mamba-ssm source at run time, `ctx.peer("mamba_cuda")`); Mamba-2: the bundled
+  `ssd_chunked` (chunk 256); their short causal convolution is the bundled `conv.py` kernel
+  for every implementation (torch's depthwise `conv1d` for the reference); Mamba-1 runs
+  channels-first as Mamba's own layer does (projections written as [B, D, L]);
 - MLA: K and V decompressed, torch SDPA flash, V padded to the QK head dim;
 - MLP, MoE: `ffn.py`; KDA: fla's `chunk_kda` (`kda.py`).
 
@@ -31,7 +34,6 @@ from ._build import (
     Maker,
     attention_sizes,
     cfg,
-    conv_prefill,
     kind_of,
     mamba1_sizes,
     mamba2_sizes,
@@ -70,10 +72,21 @@ def _attention(m: Maker, ctx: Any, arch: Any, b: int, length: int, window: int |
     return run, (x,)
 
 
+def _selective_scan(m: Maker, ctx: Any) -> Any:
+    """The scan of implementation `m.impl`: scan(u, delta, A, B, C, D, delta_bias, softplus).
+    Mamba's CUDA scan raises PeerUnavailable where its source or nvcc is missing."""
+    if m.reference:
+        return ctx.load("selective_scan", "reference").selective_scan_reference
+    if m.impl == "mamba_cuda":
+        peer = ctx.peer("mamba_cuda")
+        module, _ = peer.build(ctx.load("selective_scan", "bench").search_folders(ctx))
+        return peer.scan_fn(module)
+    return ctx.load("selective_scan", "forward").selective_scan
+
+
 def _mamba1(m: Maker, ctx: Any, arch: Any, b: int, length: int) -> Built:
     d, d_in, n, k, r = mamba1_sizes(arch)
-    scan = (ctx.load("selective_scan", "reference").selective_scan_reference if m.reference
-            else ctx.load("selective_scan", "forward").selective_scan)
+    scan = _selective_scan(m, ctx)
     x = m.randn(b, length, d)
     w_in, w_x, w_dt, w_out = (m.weight(d, 2 * d_in), m.weight(d_in, r + 2 * n),
                               m.weight(r, d_in), m.weight(d_in, d))
@@ -82,15 +95,16 @@ def _mamba1(m: Maker, ctx: Any, arch: Any, b: int, length: int) -> Built:
     D, bias = m.randn(d_in, dtype=torch.float32), m.randn(d_in, dtype=torch.float32)
 
     def run(x: torch.Tensor) -> torch.Tensor:
-        xz = m.mm(x, w_in).view(b, length, 2, d_in)
-        u = conv_prefill(xz[:, :, 0].transpose(1, 2), conv)  # [B, D, L]
+        # channels-first as in Mamba's own layer: the scan reads u, dt, B, C as [B, ., L]
+        xz = m.mm_t(x, w_in)  # [B, 2 DIM, L]
+        u = m.conv(xz[:, :d_in], conv)  # [B, DIM, L]
         dbc = m.mm(u.transpose(1, 2), w_x).view(b, length, r + 2 * n)
-        dt = m.mm(dbc[..., :r], w_dt).view(b, length, d_in).transpose(1, 2).contiguous()
+        dt = m.mm_t(dbc[..., :r], w_dt)  # [B, DIM, L]
         bm = dbc[..., r : r + n].transpose(1, 2).contiguous()
         cm = dbc[..., r + n :].transpose(1, 2).contiguous()
-        y = scan(u.contiguous(), dt, A, bm, cm, D, bias, True)
-        y = y.to(m.dt).transpose(1, 2) * F.silu(xz[:, :, 1])
-        return m.mm(y, w_out)
+        y = scan(u, dt, A, bm, cm, D, bias, True)
+        y = y.to(m.dt) * F.silu(xz[:, d_in:])
+        return m.mm(y.transpose(1, 2), w_out)
 
     return run, (x,)
 
@@ -109,7 +123,7 @@ def _mamba2(m: Maker, ctx: Any, arch: Any, b: int, length: int) -> Built:
     def run(x: torch.Tensor) -> torch.Tensor:
         zxbcdt = m.mm(x, w_in).view(b, length, -1)
         z, xbc, dt = zxbcdt.split([d_in, conv_ch, h], dim=-1)
-        xbc = conv_prefill(xbc.transpose(1, 2), conv).transpose(1, 2)
+        xbc = m.conv(xbc.transpose(1, 2), conv, channels_last=True).transpose(1, 2)
         xs, bm, cm = xbc.split([d_in, g * n, g * n], dim=-1)
         dt = F.softplus(dt.float() + bias)
         args = (xs.contiguous().view(b, length, h, p), dt.contiguous(), A,

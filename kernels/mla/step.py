@@ -40,11 +40,13 @@ class MLAConfig:
 
 
 def default_config(device: torch.device) -> MLAConfig:
-    """On Hopper: 32-token blocks, 8 warps, 3 stages, transposed products (an offline sm_90
-    compile with Triton 3.9 gives 162 registers, no spills, 110 KB of shared memory, warpgroup
-    MMA for out^T = c^T p^T). Elsewhere 2 stages, which fit an A100's 163 KB."""
+    """On Hopper: 64-token blocks, 4 warps, 2 stages, transposed products: the fastest of the
+    36 launch configs `bench/kernels_decode_mla_moe.py --wide` swept on an H200 at B=1 128K,
+    B=1 1M and B=8 1M (2026-12-04, bench/results/decode_mla_wide_h200*.json: 0.62-0.70 of the
+    HBM floor at 1M where the earlier 32-token, 8-warp, 3-stage default reached 0.33-0.34).
+    Elsewhere the dataclass defaults (2 stages fit an A100's 163 KB of shared memory)."""
     if device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 9:
-        return MLAConfig(block_n=32, num_warps=8, num_stages=3, heads_as_n=True)
+        return MLAConfig(block_n=64, num_warps=4, num_stages=2, heads_as_n=True)
     return MLAConfig()
 
 

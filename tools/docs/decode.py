@@ -78,7 +78,7 @@ def _mla_wide(src: Sources) -> str:
     by_shape, rerun = _by_shape(data), _by_shape(again)
     rows, causes = [], set()
     for (batch, context), impls in by_shape.items():
-        best, base = impls.get("bundled"), impls.get(DEFAULT_IMPL)
+        best, base = impls.get("bundled"), _default_row(impls)
         if best is None or base is None or None in (best.get("graph_ms"), base.get("graph_ms")):
             raise MissingFigure(f"{path}: B={batch} L={context} lacks the fastest or the "
                                 f"default config's rounds")
@@ -100,9 +100,11 @@ def _mla_wide(src: Sources) -> str:
         f"timed in {data['rounds']} interleaved rounds beside the torch peers (medians above). "
         f"The second run is the same command in the next process (`{again_path}`): its "
         f"fastest and default times, apart from the first run's by the percentage. "
-        f"Configs that failed: {', '.join(sorted(causes)) or 'none'}. The default is not "
-        f"changed yet: `kernels/mla/` is hashed by the four serving experiments, whose evidence "
-        f"a change stales. Source: `{path}` ({data['started'][:10]}, "
+        f"Configs that failed: {', '.join(sorted(causes)) or 'none'}. Where the default is "
+        f"the fastest config its row is that config's (speed-up 1.00x). The default is the "
+        f"config an earlier sweep found fastest; that sweep, of the default before it (32-token "
+        f"blocks, 8 warps, 3 stages), is kept in `bench/results/history/`. Source: `{path}` "
+        f"({data['started'][:10]}, "
         f"`{data['command'].split('python3 ')[-1]}`, copy {data['copy_gbps']:.0f} GB/s).")
 
 
@@ -114,11 +116,22 @@ def _by_shape(data: dict[str, Any]) -> dict[tuple[int, int], dict[str, dict[str,
     return out
 
 
+def _default_row(impls: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """The step's own default config's row at one shape: a row of its own where the sweep's
+    fastest config is another one, else the fastest row itself (the bench times it once)."""
+    best = impls.get("bundled")
+    if DEFAULT_IMPL in impls:
+        return impls[DEFAULT_IMPL]
+    if best is not None and best.get("config") == best.get("default_config"):
+        return best
+    return None
+
+
 def _second(again: dict[str, dict[str, Any]], best: dict[str, Any], base: dict[str, Any]
             ) -> str:
     """The second run's fastest and default times at one shape, each with how far it is from
     the first run's."""
-    b, d = again.get("bundled"), again.get(DEFAULT_IMPL)
+    b, d = again.get("bundled"), _default_row(again)
     if b is None or d is None or b["config"] != best["config"]:
         return "-" if b is None or d is None else f"fastest config differs: {b['config']}"
     return (f"{b['graph_ms']:.3g} ms ({(b['graph_ms'] / best['graph_ms'] - 1):+.1%}), default "
