@@ -118,6 +118,11 @@ def plain_g(x: float, digits: int) -> str:
     return f"{x:.{digits}g}"
 
 
+# A label's line break: records keep every label on one line (a control character in a record is
+# FKB118); a picture draws a label over several lines where its parts are joined by this.
+LABEL_BREAK = " · "
+
+
 def plain(value: float) -> str:
     """A picture's tick or bar label without exponents: 512, 1K, 16K, 16M (binary for multiples
     of 1024), 10k, 0.5, 2.5 (here, not in flopkb.verify.plots, so a hook's picture description

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from flopkb.atomic import atomic_path
-from flopkb.grammar.text import plain, plain_g
+from flopkb.grammar.text import LABEL_BREAK, plain, plain_g
 
 VERDICT_COLOURS = {
     "confirmed": "#2ca02c",
@@ -352,7 +352,7 @@ def _grouped_bars(ax: Any, spec: dict[str, Any], rows: list[dict[str, Any]], xs:
     for n, value in enumerate(values):
         at = [j for j, r in enumerate(rows) if r.get(column) == value]
         ax.bar([xs[j] for j in at], [vals[j] for j in at], width, color=f"C{n}", capsize=3,
-               label=names.get(str(value), str(value)),
+               label=_label(names.get(str(value), str(value))),
                yerr=[[yerr[0][j] for j in at], [yerr[1][j] for j in at]] if yerr else None)
 
 
@@ -375,7 +375,7 @@ def _draw_marks(ax: Any, xs: list[float], rows: list[dict[str, Any]], marks: dic
             continue
         ys = [float(rows[j][column]) for j in at]
         ax.hlines(ys, [xs[j] - width / 2 for j in at], [xs[j] + width / 2 for j in at],
-                  label=label, zorder=4, **MARK_STYLES[n % len(MARK_STYLES)])
+                  label=_label(label), zorder=4, **MARK_STYLES[n % len(MARK_STYLES)])
         for j, y in zip(at, ys, strict=True):
             tops[j] = max(tops[j], y)
     return tops
@@ -423,9 +423,10 @@ def _bar_text(ax: Any, spec: dict[str, Any], rows: list[dict[str, Any]], tops: l
 
 
 def _label(value: Any) -> str:
+    """A tick label: a number plainly, a text with its LABEL_BREAK parts on lines of their own."""
     if isinstance(value, int | float) and not isinstance(value, bool):
         return plain(value)
-    return str(value)
+    return str(value).replace(LABEL_BREAK, "\n")
 
 
 def _sweep_axes(rows: list[dict[str, Any]]) -> tuple[str | None, str | None]:

@@ -71,6 +71,21 @@ def _verdict_cell(src: Sources, claim: str, newest: EvidenceRecord) -> str:
     return shown
 
 
+def _per_run(src: Sources, claim: str, runs: list[EvidenceRecord]) -> str:
+    """Each pooled run's figure (the runs on the current kernels), then those of earlier runs
+    whose kernel sources have changed since, apart: history, not part of the verdict."""
+    if all(_figure(x) == "-" for x in runs):
+        return f"no figure in any of {len(runs)} runs"
+    p = src.pooled.get(claim)
+    pooled_ids = {x.id for x in p.runs} if p is not None and not p.stale else {x.id for x in runs}
+    current = [x for x in runs if x.id in pooled_ids]
+    earlier = [x for x in runs if x.id not in pooled_ids]
+    shown = ", ".join(_figure(x) for x in current)
+    if earlier:
+        shown += "; earlier kernels: " + ", ".join(_figure(x) for x in earlier)
+    return shown
+
+
 def _runs(src: Sources, claim: str) -> list[EvidenceRecord]:
     """The claim's full runs on the H200, oldest first (the last one is the newest)."""
     runs = src.runs(claim)
@@ -87,7 +102,7 @@ def block_serving_verdicts(src: Sources) -> str:
         data = e.statistics["data"]
         r = _reading(e)
         roof = (data.get("roofline") or {}).get(data["claim_reading"])
-        per_run = ", ".join(_figure(x) for x in runs)
+        per_run = _per_run(src, claim, runs)
         rows.append([
             f"`{claim}`", (e.expected or {}).get("text", "-"), _verdict_cell(src, claim, e),
             per_run, f"{data['claim_reading']}, batch {r['model_batch']} vs "

@@ -341,7 +341,10 @@ def test_the_picture_shows_the_judged_reading_batches_of_each_side(kb: Knowledge
     assert {(r["side"], r["batch"]) for r in kept} == {("model", batch["model"]),
                                                       ("baseline", batch["baseline"])}
     assert len({r["label"] for r in m.sweep}) == len(m.sweep)  # a label names one row
-    assert "model\nmla \u00d77\ndecode B=" in kept[1]["label"]
+    assert "model \u00b7 mla \u00d77 \u00b7 decode B=" in kept[1]["label"]
+    # the record keeps every string on one line (a line break in a label is FKB118); the
+    # picture breaks them at LABEL_BREAK when it draws
+    assert _one_line_strings(m.sweep) and _one_line_strings(m.plot)
     names = [p["reading"] for p in m.plot["measure_rows"]]
     assert names[0].startswith("equal_batch") and names[1].endswith("(judged)")
     assert m.plot["measure_rows"][1]["refused_above"] == pytest.approx(
@@ -349,6 +352,16 @@ def test_the_picture_shows_the_judged_reading_batches_of_each_side(kb: Knowledge
     # a step timed 100x apart across layer types reads on a log axis
     assert m.plot["logy"]
     _draws(m)
+
+
+def _one_line_strings(value: object) -> bool:
+    if isinstance(value, str):
+        return value.isprintable()
+    if isinstance(value, dict):
+        return all(_one_line_strings(k) and _one_line_strings(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return all(_one_line_strings(v) for v in value)
+    return True
 
 
 def test_the_picture_shows_the_merged_rounds_not_the_first(kb: KnowledgeBase) -> None:

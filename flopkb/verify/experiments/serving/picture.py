@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from flopkb.evidence.measurement import Measurement
-from flopkb.grammar.text import plain
+from flopkb.grammar.text import LABEL_BREAK, plain
 
 from .judging import ROOFLINE_SLACK, reading_rows
 
@@ -38,7 +38,8 @@ def row_label(row: dict[str, Any], counts: dict[str, dict[str, int]]) -> str:
     per row, as the picture's filter keeps rows by it."""
     count = counts.get(row["side"], {}).get(row["layer_type"])
     phase = "prefill" if row["phase"] == "prefill" else f"decode B={row.get('batch')}"
-    return f"{row['side']}\n{row['layer_type']}{f' {TIMES}{count}' if count else ''}\n{phase}"
+    kind = f"{row['layer_type']}{f' {TIMES}{count}' if count else ''}"
+    return LABEL_BREAK.join((row["side"], kind, phase))
 
 
 def labelled(rows: list[dict[str, Any]], data: dict[str, Any]) -> list[dict[str, Any]]:
@@ -78,9 +79,9 @@ def _reading_points(data: dict[str, Any]) -> list[dict[str, Any]]:
     for name, r in data["readings"].items():
         batches = r["model_batch"], r["baseline_batch"]
         at = f"B={batches[0]}" if batches[0] == batches[1] else f"B={batches[0]} vs {batches[1]}"
-        judged = "\n(judged)" if name == data["claim_reading"] else ""
+        judged = f"{LABEL_BREAK}(judged)" if name == data["claim_reading"] else ""
         ratio = r["ratio"]
-        point = {"reading": f"{name}\n{at}{judged}", "ratio": ratio["value"],
+        point = {"reading": f"{name}{LABEL_BREAK}{at}{judged}", "ratio": ratio["value"],
                  "ratio_low": ratio["low"], "ratio_high": ratio["high"]}
         roof = (data.get("roofline") or {}).get(name)
         if roof is not None:
@@ -108,7 +109,7 @@ def plot_spec(data: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any
         "kind": "bars", "x": "label", "filter": {"label": [r["label"] for r in judged]},
         "series": {"one layer, p10/p90": "ms"},
         "colour_by": "side",
-        "colour_names": {side: f"{side}:\n{setup[key]}" for side, key in
+        "colour_names": {side: f"{side}:{LABEL_BREAK}{setup[key]}" for side, key in
                          (("model", "model"), ("baseline", "baseline_architecture"))},
         "marks": {"the layer's floor": "floor_ms"},
         "bar_text": {"column": "floor_fraction", "format": "{:.0%}"},
@@ -117,8 +118,9 @@ def plot_spec(data: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any
         "ylabel": "time of one layer (ms)", "title": title,
         "measure_rows": _reading_points(data), "measure_x": "reading",
         "measure_legend": "composed ratio, p10/p90", "measure_text": "{:.3g}x",
-        "measure_marks": {"roofline ratio\n(layers at their floors)": "roofline",
-                          f"roofline x {ROOFLINE_SLACK:g}: above,\nrefused as implausible":
+        "measure_marks": {f"roofline ratio{LABEL_BREAK}(layers at their floors)": "roofline",
+                          f"roofline x {ROOFLINE_SLACK:g}: above,{LABEL_BREAK}"
+                          "refused as implausible":
                           "refused_above"},
         "measure_label": "model / baseline tokens/s (x)",
     }
