@@ -169,3 +169,10 @@ def measure_ceilings(quick: bool = True) -> dict[str, Any]:
         "matmul_timing": t_mm.as_dict(),
         "copy_timing": t_cp.as_dict(),
     }
+
+
+def floor_ms(flops: float, nbytes: float, ceilings: dict[str, Any]) -> float:
+    """The roofline floor of one call in ms: max(FLOPs / matmul peak, bytes / copy bandwidth),
+    against the ceilings `measure_ceilings` measured."""
+    return 1e3 * max(flops / (ceilings["bf16_matmul_tflops"] * 1e12),
+                     nbytes / (ceilings["copy_gbps"] * 1e9))

@@ -43,6 +43,7 @@ from bench.common import (
     comma_list,
     device_of,
     device_or_wall_ms,
+    floor_ms,
     header,
     measure_ceilings,
     parser,
@@ -124,6 +125,16 @@ def _mamba_combined() -> Callable[..., Any]:
     return chunk_scan_combined()[0]
 
 
+def fla_map(x: Any, dt: Any, A: Any, Bm: Any, Cm: Any) -> tuple[Any, Any, Any, Any]:
+    """SSD inputs as fla's chunk_simple_gla's q, k, v, g (outside the timed region): q = C and
+    k = B broadcast to the heads, v = x dt, g = dt A."""
+    heads = x.shape[2]
+    q = Cm.repeat_interleave(heads // Cm.shape[2], dim=2).contiguous()
+    k = Bm.repeat_interleave(heads // Bm.shape[2], dim=2).contiguous()
+    v = (x.float() * dt[..., None]).to(x.dtype)
+    return q, k, v, (dt * A).contiguous()
+
+
 def peer_impls(chunk: int) -> tuple[list[Impl], list[dict[str, Any]]]:
     """mamba_ssm and fla when importable; otherwise not-run rows with the reason."""
     from flopkb.verify import peers
@@ -147,12 +158,7 @@ def peer_impls(chunk: int) -> tuple[list[Impl], list[dict[str, Any]]]:
         version = peers.version("fla-core")
 
         def fla_leaves(args: list[Any]) -> list[Any]:
-            x, dt, A, Bm, Cm, _ = (t.detach() for t in args)
-            heads = x.shape[2]
-            q = Cm.repeat_interleave(heads // Cm.shape[2], dim=2).contiguous()
-            k = Bm.repeat_interleave(heads // Bm.shape[2], dim=2).contiguous()
-            v = (x.float() * dt[..., None]).to(x.dtype)
-            return [t.requires_grad_() for t in (q, k, v, (dt * A).contiguous())]
+            return [t.requires_grad_() for t in fla_map(*(t.detach() for t in args[:5]))]
 
         def fla_run(q, k, v, g, _f=chunk_simple_gla):
             return _f(q, k, v, g=g, scale=1.0)[0]
@@ -326,9 +332,8 @@ def roofline(costs: dict[str, int], timing: dict[str, Any], ceil: dict[str, Any]
     out = {}
     for ps, t in timing.items():
         flops, nbytes = per_pass[ps]
-        floor_ms = 1e3 * max(flops / (ceil["bf16_matmul_tflops"] * 1e12),
-                             nbytes / (ceil["copy_gbps"] * 1e9))
-        out[ps] = {"floor_ms": floor_ms, "frac_roofline": floor_ms / t["median_ms"],
+        floor = floor_ms(flops, nbytes, ceil)
+        out[ps] = {"floor_ms": floor, "frac_roofline": floor / t["median_ms"],
                    "tflops": flops / (t["median_ms"] * 1e-3) / 1e12}
     return out
 
@@ -349,6 +354,24 @@ def ratios(rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
             )
         out[ps] = entry
     return out
+
+
+def sweep_shapes(out: Path, results: dict[str, Any], started: float, dstates: list[int],
+                 steps_list: list[int], bench_one: Callable[[int, int], dict[str, Any]],
+                 on_gpu: bool) -> None:
+    """`bench_one(N, T)` at every state size and length, each appended to results["shapes"];
+    `out` is rewritten after every shape (atomically), so a run cut short keeps the shapes done.
+    Both SSD benches (this one and kernels_ssd_fwd.py) sweep their shapes so."""
+    import torch
+
+    for n in dstates:
+        for steps in steps_list:
+            results["shapes"].append(bench_one(n, steps))
+            results["wall_s"] = time.time() - started
+            write_json(out, results)
+            if on_gpu:
+                torch.cuda.empty_cache()
+    write_json(out, results)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -395,21 +418,17 @@ def main(argv: list[str] | None = None) -> int:
     ceil = measure_ceilings(quick=True) if on_gpu else None
     results["ceilings"] = ceil
     dtype = torch.float32 if args.smoke else torch.bfloat16
-    for n in dstates:
-        for steps in steps_list:
-            batch = max(1, sizes["tokens"] // steps)
-            shape = {"B": batch, "T": steps, "H": sizes["heads"], "P": sizes["headdim"],
-                     "G": sizes["groups"], "N": n, "dtype": str(dtype).removeprefix("torch."),
-                     "dt_dtype": "float32", "D": True}
-            log(f"SSD B={batch} T={steps} H={shape['H']} P={shape['P']} N={n} {shape['dtype']}")
-            results["shapes"].append(bench_shape(shape, impls, not_run, args.rounds, args.reps,
-                                                 device, dtype, cost, reference, ceil,
-                                                 args.bound))
-            results["wall_s"] = time.time() - started
-            write_json(args.out, results)
-            if on_gpu:
-                torch.cuda.empty_cache()
-    write_json(args.out, results)
+
+    def bench_one(n: int, steps: int) -> dict[str, Any]:
+        batch = max(1, sizes["tokens"] // steps)
+        shape = {"B": batch, "T": steps, "H": sizes["heads"], "P": sizes["headdim"],
+                 "G": sizes["groups"], "N": n, "dtype": str(dtype).removeprefix("torch."),
+                 "dt_dtype": "float32", "D": True}
+        log(f"SSD B={batch} T={steps} H={shape['H']} P={shape['P']} N={n} {shape['dtype']}")
+        return bench_shape(shape, impls, not_run, args.rounds, args.reps, device, dtype, cost,
+                           reference, ceil, args.bound)
+
+    sweep_shapes(args.out, results, started, dstates, steps_list, bench_one, on_gpu)
     return 0
 
 

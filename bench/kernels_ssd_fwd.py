@@ -39,12 +39,12 @@ from bench.common import (
     comma_list,
     device_of,
     device_or_wall_ms,
+    floor_ms,
     header,
     measure_ceilings,
     parser,
     sibling,
     unknown,
-    write_json,
 )
 
 BF16_BOUND = 3e-2
@@ -69,18 +69,10 @@ CONFIGS: dict[str, tuple[int, int, int, int]] = {
 SMOKE_CONFIGS = ("q64", "q128_bm32")
 
 
-# the training-step bench's helpers: the same logging and error norm
+# the training-step bench's helpers: the same logging, error norm, map of the SSD inputs to
+# fla's and sweep over the shapes
 _BWD = sibling("kernels_ssd_bwd")
-log, rel_err = _BWD.log, _BWD.rel_err
-
-
-def fla_map(x: Any, dt: Any, A: Any, Bm: Any, Cm: Any) -> tuple[Any, Any, Any, Any]:
-    """SSD inputs as chunk_simple_gla's q, k, v, g (outside the timed region)."""
-    heads = x.shape[2]
-    q = Cm.repeat_interleave(heads // Cm.shape[2], dim=2).contiguous()
-    k = Bm.repeat_interleave(heads // Bm.shape[2], dim=2).contiguous()
-    v = (x.float() * dt[..., None]).to(x.dtype)
-    return q, k, v, (dt * A).contiguous()
+log, rel_err, fla_map, sweep_shapes = _BWD.log, _BWD.rel_err, _BWD.fla_map, _BWD.sweep_shapes
 
 
 class Impl:
@@ -257,9 +249,7 @@ def bench_shape(shape: dict[str, Any], impls: list[Impl], rounds: int, reps: int
             flops = cost.flops("chunked", *dims, impl.info["chunk_size"], has_d=True)
             nbytes = cost.bytes_moved(*dims, groups=shape["G"], x_bytes=2, bc_bytes=2,
                                       has_d=True)
-            floor = 1e3 * max(flops / (ceil["bf16_matmul_tflops"] * 1e12),
-                              nbytes / (ceil["copy_gbps"] * 1e9))
-            row["floor_ms_infer_d"] = floor
+            row["floor_ms_infer_d"] = floor_ms(flops, nbytes, ceil)
     return {"shape": shape, "rows": list(rows.values()), "summary": summarize_shape(rows)}
 
 
@@ -332,21 +322,19 @@ def main(argv: list[str] | None = None) -> int:
     dtype = torch.float32 if args.smoke else torch.bfloat16
     dstates = comma_list(args.dstates, int, sizes["dstates"])
     steps_list = comma_list(args.steps, int, sizes["steps"])
-    for n in dstates:
-        for steps in steps_list:
-            shape = {"B": max(1, sizes["tokens"] // steps), "T": steps, "H": sizes["heads"],
-                     "P": sizes["headdim"], "G": sizes["groups"], "N": n,
-                     "dtype": str(dtype).removeprefix("torch.")}
-            log(f"SSD fwd B={shape['B']} T={steps} N={n}")
-            results["shapes"].append(bench_shape(
-                shape, impls, args.rounds, args.reps, device, dtype, on_gpu, chunked,
-                load_op("ssd", "reference"), load_op("ssd", "cost"), results["ceilings"]))
-            log(json.dumps(results["shapes"][-1]["summary"], default=str)[:1500])
-            results["wall_s"] = time.time() - started
-            write_json(args.out, results)
-            if on_gpu:
-                torch.cuda.empty_cache()
-    write_json(args.out, results)
+
+    def bench_one(n: int, steps: int) -> dict[str, Any]:
+        shape = {"B": max(1, sizes["tokens"] // steps), "T": steps, "H": sizes["heads"],
+                 "P": sizes["headdim"], "G": sizes["groups"], "N": n,
+                 "dtype": str(dtype).removeprefix("torch.")}
+        log(f"SSD fwd B={shape['B']} T={steps} N={n}")
+        done = bench_shape(shape, impls, args.rounds, args.reps, device, dtype, on_gpu, chunked,
+                           load_op("ssd", "reference"), load_op("ssd", "cost"),
+                           results["ceilings"])
+        log(json.dumps(done["summary"], default=str)[:1500])
+        return done
+
+    sweep_shapes(args.out, results, started, dstates, steps_list, bench_one, on_gpu)
     return 0
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -250,13 +250,8 @@ class Candidate:
     magnitude: str
 
     def as_row(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "quantity": self.quantity,
-            "effect": self.effect,
-            "magnitude": self.magnitude,
-            "basis": "unverified",
-        }
+        # a proposal is unverified until the curator gives it a basis
+        return {**asdict(self), "basis": "unverified"}
 
 
 def propose(record: ClassRecord) -> list[Candidate]:

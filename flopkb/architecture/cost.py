@@ -131,6 +131,11 @@ def _need(arch: ArchitectureRecord, key: str, what: str) -> int:
     return int(value)
 
 
+def _needs(arch: ArchitectureRecord, what: str, *keys: str) -> tuple[int, ...]:
+    """The sizes `what` cannot be counted without, in the order asked (`_need` for each)."""
+    return tuple(_need(arch, key, what) for key in keys)
+
+
 def sublayer_types(arch: ArchitectureRecord) -> tuple[list[list[LayerType]], Counter[LayerType]]:
     """The layers as lists of sublayer types (from the pattern), or no order but the counts."""
     layers = arch.layers
@@ -167,8 +172,7 @@ def _sublayer(arch: ArchitectureRecord, kind: LayerType, assumptions: set[str]) 
     d = _need(arch, "d_model", "every layer")
     norm = float(d)
     if kind in (LayerType.attention, LayerType.sliding_attention):
-        h = _need(arch, "attention_heads", "attention")
-        g = _need(arch, "kv_heads", "attention")
+        h, g = _needs(arch, "attention", "attention_heads", "kv_heads")
         e = _value(arch, "head_dim")
         if e is None:
             e = d // h
@@ -179,11 +183,8 @@ def _sublayer(arch: ArchitectureRecord, kind: LayerType, assumptions: set[str]) 
         p = d * h * e + 2 * d * g * e + h * e * d
         return Sublayer(p + norm, p + norm, 2 * p, 2 * g * e, window, 4 * h * e, 4 * h * e, 0)
     if kind is LayerType.mla:
-        h = _need(arch, "attention_heads", "mla")
-        r_kv = _need(arch, "kv_lora_rank", "mla")
-        nope = _need(arch, "qk_nope_head_dim", "mla")
-        rope = _need(arch, "qk_rope_head_dim", "mla")
-        v = _need(arch, "v_head_dim", "mla")
+        h, r_kv, nope, rope, v = _needs(arch, "mla", "attention_heads", "kv_lora_rank",
+                                        "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
         r_q = _value(arch, "q_lora_rank")
         q = d * h * (nope + rope) if r_q is None else d * r_q + r_q * h * (nope + rope)
         p = q + d * (r_kv + rope) + r_kv * h * (nope + v) + h * v * d + r_kv
@@ -191,8 +192,7 @@ def _sublayer(arch: ArchitectureRecord, kind: LayerType, assumptions: set[str]) 
         decode_key = 2 * h * (r_kv + rope) + 2 * h * r_kv
         return Sublayer(p + norm, p + norm, 2 * p, r_kv + rope, None, prefill_key, decode_key, 0)
     if kind is LayerType.mamba1:
-        expand = _need(arch, "ssm_expand", "mamba1")
-        n = _need(arch, "ssm_state_size", "mamba1")
+        expand, n = _needs(arch, "mamba1", "ssm_expand", "ssm_state_size")
         d_in = expand * d
         k = _value(arch, "ssm_conv_width")
         if k is None:
@@ -208,11 +208,8 @@ def _sublayer(arch: ArchitectureRecord, kind: LayerType, assumptions: set[str]) 
         state = d_in * n + d_in * max(k - 1, 0)
         return Sublayer(p + norm, p + norm, flops, 0, None, 0, 0, state)
     if kind is LayerType.mamba2:
-        heads = _need(arch, "ssm_heads", "mamba2")
-        hd = _need(arch, "ssm_head_dim", "mamba2")
-        n = _need(arch, "ssm_state_size", "mamba2")
-        groups = _need(arch, "ssm_groups", "mamba2")
-        k = _need(arch, "ssm_conv_width", "mamba2")
+        heads, hd, n, groups, k = _needs(arch, "mamba2", "ssm_heads", "ssm_head_dim",
+                                         "ssm_state_size", "ssm_groups", "ssm_conv_width")
         d_in = heads * hd
         conv_ch = d_in + 2 * groups * n
         matmul = d * (2 * d_in + 2 * groups * n + heads) + d_in * d
@@ -223,9 +220,7 @@ def _sublayer(arch: ArchitectureRecord, kind: LayerType, assumptions: set[str]) 
                         "is not: the prefill bound is optimistic)")  # fmt: skip
         return Sublayer(p + norm, p + norm, flops, 0, None, 0, 0, state)
     if kind is LayerType.kda:
-        heads = _need(arch, "linear_heads", "kda")
-        kd = _need(arch, "linear_head_dim", "kda")
-        k = _need(arch, "linear_conv_width", "kda")
+        heads, kd, k = _needs(arch, "kda", "linear_heads", "linear_head_dim", "linear_conv_width")
         width = heads * kd
         matmul = 4 * d * width + 2 * (d * kd + kd * width) + d * heads
         p = matmul + 3 * width * k + 2 * heads
@@ -242,9 +237,7 @@ def _sublayer(arch: ArchitectureRecord, kind: LayerType, assumptions: set[str]) 
         f = _need(arch, "mlp_size", "mlp")
         p = matrices * d * f
         return Sublayer(p + norm, p + norm, 2 * p, 0, None, 0, 0, 0)
-    experts = _need(arch, "experts", "moe")
-    top_k = _need(arch, "experts_per_token", "moe")
-    f_e = _need(arch, "expert_mlp_size", "moe")
+    experts, top_k, f_e = _needs(arch, "moe", "experts", "experts_per_token", "expert_mlp_size")
     shared = _value(arch, "shared_experts") or 0
     one = matrices * d * f_e
     router = d * experts

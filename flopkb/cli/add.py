@@ -38,8 +38,7 @@ def add(
     except AddError as exc:
         fail(str(exc))
     if fmt is OutputFormat.json:
-        emit_json(result.as_dict())
-        return
+        return emit_json(result.as_dict())
     data = result.as_dict()
     for name in data["added"]:  # type: ignore[union-attr]
         console.print(plain(f"added {name}"))

@@ -59,8 +59,7 @@ def claims(
     except UnknownRecord as exc:
         fail(str(exc))
     if fmt is OutputFormat.json:
-        emit_json(rows)
-        return
+        return emit_json(rows)
     table = IdTable(title=count(len(rows), "claim"))
     for column in ("claim", "quantity", "magnitude", "basis", "verdicts"):
         # a magnitude split over two lines ("crossover at" / "2K") misreads

@@ -54,7 +54,6 @@ def sign(
             except signing.SigningError as exc:
                 fail(str(exc))
     if fmt is OutputFormat.json:
-        emit_json({"signed": [str(p) for p in written]})
-        return
+        return emit_json({"signed": [str(p) for p in written]})
     for path in written:
         console.print(f"signed: {visible(str(path))}", markup=False, highlight=False)

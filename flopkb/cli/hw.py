@@ -61,8 +61,7 @@ def show(
     except UnknownRecord as exc:
         fail(str(exc))
     if fmt is OutputFormat.json:
-        emit_json(data)
-        return
+        return emit_json(data)
     specs = IdTable(title=f"{data['id']}: {data['title']} (datasheet specs)")
     for column in ("quantity", "value", "unit", "source", "note"):
         specs.add_column(column, whole=column in WHOLE)
@@ -117,8 +116,7 @@ def compare(
     except UnknownRecord as exc:
         fail(str(exc))
     if fmt is OutputFormat.json:
-        emit_json(data)
-        return
+        return emit_json(data)
     table = IdTable(title=f"{a} vs {b} (ratio = {b} / {a}; differing rows first)")
     for index, column in enumerate(("quantity", "kind", "unit", a, b, "ratio")):
         table.add_column(column, whole=index >= 2)

@@ -27,8 +27,7 @@ def init(
     except InitError as exc:
         fail(str(exc))
     if fmt is OutputFormat.json:
-        emit_json(result.as_dict())
-        return
+        return emit_json(result.as_dict())
     data = result.as_dict()
     for name in data["written"]:
         console.print(f"wrote {name}", markup=False, highlight=False)

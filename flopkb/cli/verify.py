@@ -332,8 +332,7 @@ def _recheck(ctx: typer.Context, kb: Any, root: Path, given: str, *, gpu: bool,
 
 def _report(payload: dict[str, Any], fmt: OutputFormat, plan_mode: bool) -> None:
     if fmt is OutputFormat.json:
-        emit_json(payload)
-        return
+        return emit_json(payload)
     m = payload["machine"]
     if m:
         acc = m.get("accelerator") or "no accelerator record"

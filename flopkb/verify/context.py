@@ -9,11 +9,11 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 from flopkb.kernelpkg import kernels_root, load_op
 from flopkb.verify import timing as _timing
@@ -31,6 +31,9 @@ FLOOR_MARGIN = 0.85
 HARD_LIMIT = 1.5
 # The peer adapters `Context.peer` hands out (modules of flopkb/verify/peers/).
 PEERS = ("fla", "mamba_cuda", "mamba_ssm")
+
+
+T = TypeVar("T")
 
 
 class TimeLimitError(ExperimentError):
@@ -164,6 +167,21 @@ class Context:
                 import torch
 
                 torch.cuda.empty_cache()
+
+    def sweep(self, points: Iterable[T], rows: Sized
+              ) -> Iterator[tuple[T, contextlib.AbstractContextManager[None]]]:
+        """A sweep's points in turn while the time limit allows (`more`), each with the guard its
+        body runs under (`optional`); `rows` holds one row per point that ran, so a skipped point
+        does not count. The loop every hook's sweep writes:
+
+            for steps, guarded in ctx.sweep(points, rows):
+                with guarded:
+                    rows.append(...)
+        """
+        for point in points:
+            if not self.more(len(rows)):
+                return
+            yield point, self.optional(len(rows))
 
     def tick(self) -> None:
         """Raise TimeLimitError once HARD_LIMIT x the time limit has passed (checked before every

@@ -13,19 +13,14 @@ from types import SimpleNamespace
 import pytest
 import torch
 from accuracy import rel_err
+from op_modules import op_modules, requires_cuda
 
 from flopkb.kernelpkg import load_op
-
-requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 
 
 @pytest.fixture(scope="module")
 def attn(kernels) -> SimpleNamespace:
-    return SimpleNamespace(
-        sdpa=load_op("attention", "sdpa"),
-        reference=load_op("attention", "reference"),
-        cost=load_op("attention", "cost"),
-    )
+    return op_modules("attention", "sdpa", "reference", "cost")
 
 
 def qkv(B: int, T: int, H: int, D: int, dtype=torch.float32, device="cpu"):

@@ -14,20 +14,12 @@ from types import SimpleNamespace
 import pytest
 import torch
 from accuracy import rel_err
-
-from flopkb.kernelpkg import load_op
-
-requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+from op_modules import op_modules, requires_cuda
 
 
 @pytest.fixture(scope="module")
 def ops(kernels) -> SimpleNamespace:
-    return SimpleNamespace(
-        split_kv=load_op("attention", "split_kv"),
-        window=load_op("attention", "window"),
-        reference=load_op("attention", "reference"),
-        cost=load_op("attention", "cost"),
-    )
+    return op_modules("attention", "split_kv", "window", "reference", "cost")
 
 
 def cache(B: int, L: int, Hq: int, Hkv: int, D: int, dtype: torch.dtype, device):

@@ -14,20 +14,14 @@ from types import SimpleNamespace
 import pytest
 import torch
 from accuracy import rel_err
+from op_modules import op_modules, requires_cuda
 
-from flopkb.kernelpkg import load_op
-
-requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 BOUND = {torch.float32: 1e-5, torch.bfloat16: 2e-2}
 
 
 @pytest.fixture(scope="module")
 def attn(kernels) -> SimpleNamespace:
-    return SimpleNamespace(
-        window=load_op("attention", "window"),
-        reference=load_op("attention", "reference"),
-        cost=load_op("attention", "cost"),
-    )
+    return op_modules("attention", "window", "reference", "cost")
 
 
 def inputs(B: int, T: int, Hq: int, Hkv: int, D: int, dtype: torch.dtype, device):

@@ -11,17 +11,12 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-
-from flopkb.kernelpkg import load_op
+from op_modules import op_modules
 
 
 @pytest.fixture(scope="module")
 def ew(kernels) -> SimpleNamespace:
-    return SimpleNamespace(
-        ops=load_op("elementwise", "forward"),
-        reference=load_op("elementwise", "reference"),
-        cost=load_op("elementwise", "cost"),
-    )
+    return op_modules("elementwise", "reference", "cost", ops="forward")
 
 
 @pytest.mark.parametrize(("shape", "dtype", "tol"), [

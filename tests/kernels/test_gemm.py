@@ -22,15 +22,13 @@ from types import SimpleNamespace
 import pytest
 import torch
 from accuracy import rel_err
-
-from flopkb.kernelpkg import load_op
+from op_modules import op_modules
 
 
 @pytest.fixture(scope="module")
 def gemm(kernels) -> SimpleNamespace:
     """The GEMM family's modules (the `kernels` fixture imports the package first)."""
-    names = ("triton_gemm", "cublas", "simt", "reference", "cost")
-    return SimpleNamespace(**{name: load_op("gemm", name) for name in names})
+    return op_modules("gemm", "triton_gemm", "cublas", "simt", "reference", "cost")
 
 
 # Odd sizes cross every tile edge; K=48 exercises the EVEN_K path under 16-wide interpreter tiles.
@@ -136,7 +134,7 @@ INT32_SENTINEL = -(2**31)
 
 @pytest.fixture(scope="module")
 def int8(kernels) -> SimpleNamespace:
-    return SimpleNamespace(ops=load_op("gemm", "int8"), reference=load_op("gemm", "reference"))
+    return op_modules("gemm", "reference", ops="int8")
 
 
 def int8_randn(*shape: int, device: torch.device) -> torch.Tensor:
@@ -203,7 +201,7 @@ def test_int_mm_shape_rule_on_cuda(int8):
 
 @pytest.fixture(scope="module")
 def lowrank(kernels) -> SimpleNamespace:
-    return SimpleNamespace(ops=load_op("gemm", "lowrank"), reference=load_op("gemm", "reference"))
+    return op_modules("gemm", "reference", ops="lowrank")
 
 
 @pytest.mark.parametrize("backend", ["triton", "torch"])

@@ -18,8 +18,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 from accuracy import rel_err
-
-from flopkb.kernelpkg import load_op
+from op_modules import op_modules
 
 TOL = {torch.float32: 1e-5, torch.bfloat16: 2e-2}
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,8 +29,7 @@ KIMI_DIMS = {"heads": 5, "rank": 512, "rope": 64, "nope": 128, "v_dim": 128}
 
 @pytest.fixture(scope="module")
 def mla(kernels) -> SimpleNamespace:
-    return SimpleNamespace(step=load_op("mla", "step"), ref=load_op("mla", "reference"),
-                           cost=load_op("mla", "cost"), bench=load_op("mla", "bench"))
+    return op_modules("mla", "step", "cost", "bench", ref="reference")
 
 
 def inputs(mla, batch: int, capacity: int, lengths: list[int], dtype: torch.dtype,

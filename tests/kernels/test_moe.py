@@ -12,8 +12,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 from accuracy import rel_err
-
-from flopkb.kernelpkg import load_op
+from op_modules import op_modules
 
 TOL = {torch.float32: 1e-5, torch.bfloat16: 2e-2}
 CPU = torch.device("cpu")
@@ -25,8 +24,7 @@ IDS = [[0, 2], [2, 5], [5, 0], [6, 2], [0, 1]]
 
 @pytest.fixture(scope="module")
 def moe(kernels) -> SimpleNamespace:
-    return SimpleNamespace(fwd=load_op("moe", "forward"), ref=load_op("moe", "reference"),
-                           cost=load_op("moe", "cost"), bench=load_op("moe", "bench"))
+    return op_modules("moe", "cost", "bench", fwd="forward", ref="reference")
 
 
 def inputs(moe, tokens: int, dtype: torch.dtype, shared: int, ids=None, seed: int = 0,

@@ -20,20 +20,14 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from op_modules import op_modules, requires_cuda
 
 from flopkb.kernelpkg import load_op
-
-requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 
 
 @pytest.fixture(scope="module")
 def red(kernels) -> SimpleNamespace:
-    return SimpleNamespace(
-        atomic=load_op("reduction", "atomic"),
-        ordered=load_op("reduction", "ordered"),
-        reference=load_op("reduction", "reference"),
-        cost=load_op("reduction", "cost"),
-    )
+    return op_modules("reduction", "atomic", "ordered", "reference", "cost")
 
 
 def bits(t: torch.Tensor) -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from accuracy import run_step
 
 from flopkb.kernelpkg import load_op
 
@@ -367,15 +368,8 @@ def _step_inputs(b: int, dim: int, n: int, dtype: torch.dtype) -> dict:
 
 
 def _run_step(args: dict, **kw) -> tuple:
-    """(y, y_ref, state after the kernel, state after the reference), out NaN-filled."""
     step, ref = load_op("selective_scan", "step"), load_op("selective_scan", "reference")
-    k_args = {**args, "state": args["state"].clone()}
-    r_args = {**args, "state": args["state"].clone()}
-    y = step.mamba1_step(**k_args, out=torch.full_like(args["x"], float("nan")), **kw)
-    # block sizes are the kernel's own; every other option goes to both
-    y_ref = ref.mamba1_step_reference(**r_args, **{k: v for k, v in kw.items()
-                                                   if not k.startswith("block_")})
-    return y, y_ref, k_args["state"], r_args["state"]
+    return run_step(step.mamba1_step, ref.mamba1_step_reference, args, **kw)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])

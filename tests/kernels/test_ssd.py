@@ -20,6 +20,7 @@ import inspect
 
 import pytest
 import torch
+from accuracy import run_step
 from ssd_inputs import BOUND, SHAPE, rel, ssd_inputs
 
 from flopkb.kernelpkg import load_op
@@ -443,14 +444,8 @@ def _step_inputs(b: int, h: int, p: int, n: int, g: int, dtype: torch.dtype) -> 
 
 
 def _run_step(args: dict, **kw) -> tuple:
-    """(y, y_ref, state after the kernel, state after the reference), out NaN-filled."""
     step, ref = load_op("ssd", "step"), load_op("ssd", "reference")
-    k_args = {**args, "state": args["state"].clone()}
-    r_args = {**args, "state": args["state"].clone()}
-    y = step.mamba2_step(**k_args, out=torch.full_like(args["x"], float("nan")), **kw)
-    y_ref = ref.mamba2_step_reference(**r_args, **{k: v for k, v in kw.items()
-                                                   if not k.startswith("block_")})
-    return y, y_ref, k_args["state"], r_args["state"]
+    return run_step(step.mamba2_step, ref.mamba2_step_reference, args, **kw)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])

@@ -39,10 +39,8 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
         shape = ssd_bench.shape_of(cond, steps, dstate)
         args = ssd_bench.make(ctx, shape)
         timings = {}
-        for q in CHUNKS:
-            if not ctx.more(len(rows)):
-                break
-            with ctx.optional(len(rows)):
+        for q, guarded in ctx.sweep(CHUNKS, rows):
+            with guarded:
                 ssd = ssd_bench.chunked_impl(ctx, q)
                 ssd_bench.check_against_reference(ctx, f"chunked SSD [Q={q}]", ssd(*args), args)
                 f, b = ssd_bench.costs("chunked", shape, q)

@@ -37,10 +37,8 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     quad = ctx.load("ssd", "quadratic")
     chunk = int(cond["chunk_size"])
     rows = []
-    for steps in QUICK if ctx.quick else FULL:
-        if not ctx.more(len(rows)):
-            break
-        with ctx.optional(len(rows)):
+    for steps, guarded in ctx.sweep(QUICK if ctx.quick else FULL, rows):
+        with guarded:
             shape = ssd_bench.shape_of(cond, steps)
             args = ssd_bench.make(ctx, shape)
             y_q = quad.ssd_quadratic(*args)

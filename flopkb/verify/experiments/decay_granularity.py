@@ -87,10 +87,8 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     t0, n0 = size_of(cond["seq_len"]), int(cond["state_dim"])
     pts = [(t0, n0)] + ([] if ctx.quick else [(t0, 128 if n0 != 128 else 64), (16384, n0)])
     rows = []
-    for steps, dstate in pts:
-        if not ctx.more(len(rows)):
-            break
-        with ctx.optional(len(rows)):
+    for (steps, dstate), guarded in ctx.sweep(pts, rows):
+        with guarded:
             shape = ssd_bench.shape_of(cond, steps, dstate)
             args = ssd_bench.make(ctx, shape)
             logd = _log_decay(args, 0)

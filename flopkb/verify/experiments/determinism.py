@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from flopkb.evidence.measurement import Judgement, Measurement, point_row
 from flopkb.evidence.stats import Interval, ratio_interval
+from flopkb.verify.experiments._sweep_points import claim_then
 
 if TYPE_CHECKING:
     from flopkb.verify.context import Context
@@ -116,10 +117,8 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     else:
         raise ValueError(f"no {impl!r} implementation of the reduction side")
     rows: list[dict[str, Any]] = []
-    for n in [n0] + ([] if ctx.quick else [q for q in SWEEP if q != n0]):
-        if not ctx.more(len(rows)):
-            break
-        with ctx.optional(len(rows)):
+    for n, guarded in ctx.sweep(claim_then(n0, SWEEP, ctx.quick), rows):
+        with guarded:
             rows.append(point(red_bench.inputs(ctx, n)))
     scatter = dict(SCATTER)
     if ctx.quick:

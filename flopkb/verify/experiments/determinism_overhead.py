@@ -142,10 +142,8 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     else:
         raise ValueError(f"no {impl!r} implementation of the reduction side")
     rows: list[dict[str, Any]] = []
-    for n in sizes(n0, ctx.quick):
-        if not ctx.more(len(rows)):
-            break
-        with ctx.optional(len(rows)):
+    for n, guarded in ctx.sweep(sizes(n0, ctx.quick), rows):
+        with guarded:
             rows.append(point(n))
     rows.sort(key=lambda r: r["elements"])
     plot = {"kind": "lines", "x": "elements", "xlabel": "fp32 elements", "ylabel": "time (ms)",

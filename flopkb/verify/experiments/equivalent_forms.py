@@ -207,10 +207,8 @@ def measure(ctx: Context, cond: dict[str, Any], *, declaration: Any = None) -> M
     shape = {k: int(cond[k]) for k in ("batch", "seq_len", "heads", "head_dim")}
     tol = _tolerance(declaration)
     rows: list[dict[str, Any]] = []
-    for dtype in DTYPES[:1] if ctx.quick else DTYPES:
-        if not ctx.more(len(rows)):
-            break
-        with ctx.optional(len(rows)):
+    for dtype, guarded in ctx.sweep(DTYPES[:1] if ctx.quick else DTYPES, rows):
+        with guarded:
             args = _inputs(ctx, form, shape, dtype, ctx.seed(len(rows)))
             got, want = impl(*args), ref(*args)
             names = _names(got)

@@ -167,10 +167,8 @@ class DeclaredExperiment:
 
     def measure(self, ctx: Context, cond: dict[str, Any]) -> Measurement:
         rows: list[dict[str, Any]] = []
-        for state in self.states(cond, ctx.quick):
-            if not ctx.more(len(rows)):
-                break
-            with ctx.optional(len(rows)):
+        for state, guarded in ctx.sweep(self.states(cond, ctx.quick), rows):
+            with guarded:
                 rows.append(self._state(ctx, state))
         if not rows:
             raise ExperimentError("no sweep state could be measured")

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio, point_row, ratio_of
 from flopkb.evidence.stats import ratio_interval
+from flopkb.verify.experiments._sweep_points import claim_then
 
 if TYPE_CHECKING:
     from flopkb.model.experiment import Experiment
@@ -44,10 +45,8 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     cost = ctx.load("gemm", "cost")
     s0 = int(cond["size"])
     rows = []
-    for s in [s0] + ([] if ctx.quick else [q for q in (2048, 4096) if q != s0]):
-        if not ctx.more(len(rows)):
-            break
-        with ctx.optional(len(rows)):
+    for s, guarded in ctx.sweep(claim_then(s0, (2048, 4096), ctx.quick), rows):
+        with guarded:
             a, w = _ints(ctx, s, s, seed=0), _ints(ctx, s, s, seed=1)
             b = w.t()
             want = ref.int8_matmul_reference(a[:CHECK_ROWS], b)

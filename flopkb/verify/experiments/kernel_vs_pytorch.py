@@ -54,10 +54,8 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     chunk = int(cond["chunk_size"])
     ssd = ssd_bench.chunked_impl(ctx, chunk)
     rows = []
-    for steps in QUICK if ctx.quick else FULL:
-        if not ctx.more(len(rows)):
-            break
-        with ctx.optional(len(rows)):
+    for steps, guarded in ctx.sweep(QUICK if ctx.quick else FULL, rows):
+        with guarded:
             shape = ssd_bench.shape_of({**cond, "tokens": int(cond["batch"]) * steps}, steps)
             args = ssd_bench.make(ctx, shape)
             y = ssd(*args)

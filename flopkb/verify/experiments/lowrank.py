@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio, point_row
 from flopkb.evidence.stats import Interval, ratio_interval
+from flopkb.verify.experiments._sweep_points import claim_then
 
 if TYPE_CHECKING:
     from flopkb.model.experiment import Experiment
@@ -39,11 +40,9 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     t_d = ctx.time("dense", lambda a, b: lr.dense_matmul(a, b, backend="torch"), [(x, W)],
                    flops=cost.flops(m, n, k), nbytes=cost.bytes_moved(m, n, k), m=m, n=n, k=k)
     rows = []
-    ranks = [r0] + ([] if ctx.quick else [q for q in (k // 16, k // 8, k // 2) if q != r0])
-    for r in ranks:
-        if not ctx.more(len(rows)):
-            break
-        with ctx.optional(len(rows)):
+    ranks = claim_then(r0, (k // 16, k // 8, k // 2), ctx.quick)
+    for r, guarded in ctx.sweep(ranks, rows):
+        with guarded:
             U = gemm_bench.bf16(ctx, k, r, seed=2) / k**0.5
             V = gemm_bench.bf16(ctx, r, n, seed=3)
             out = lr.lowrank_matmul(x, U, V, backend="torch")

@@ -20,6 +20,7 @@ from flopkb.evidence.measurement import Judgement, Measurement, point_row, size_
 from flopkb.evidence.stats import Interval
 from flopkb.verify.errors import ExperimentError
 from flopkb.verify.experiments import _training
+from flopkb.verify.experiments._sweep_points import claim_then
 
 if TYPE_CHECKING:
     from flopkb.model.experiment import Experiment
@@ -97,10 +98,8 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     steps, n0 = size_of(cond["seq_len"]), int(cond["state_dim"])
     matmul_stages = set(getattr(k["chunked"], "MATMUL_STAGES", ("chunk_state", "chunk_scan")))
     rows = []
-    for dstate in [n0] + ([] if ctx.quick else [n for n in (64, 256) if n != n0]):
-        if not ctx.more(len(rows)):
-            break
-        with ctx.optional(len(rows)):
+    for dstate, guarded in ctx.sweep(claim_then(n0, (64, 256), ctx.quick), rows):
+        with guarded:
             shape = ssd_bench.shape_of(cond, steps, dstate)
             args = ssd_bench.make(ctx, shape)
             run = k["chunked"].ssd_chunked_stages(*args, chunk_size=chunk)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from flopkb.evidence import stats
 from flopkb.evidence.measurement import Judgement, Measurement, point_row, size_of
 from flopkb.evidence.stats import Interval
+from flopkb.verify.experiments._sweep_points import claim_then
 
 if TYPE_CHECKING:
     from flopkb.model.experiment import Experiment
@@ -126,10 +127,8 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     ctx.describe_impl("attention", "torch matmul / masked softmax / matmul (cuBLAS)")
     t0 = size_of(cond["seq_len"])
     rows = []
-    for steps in [t0] + ([] if ctx.quick else [t for t in LENGTHS if t != t0]):
-        if not ctx.more(len(rows)):
-            break
-        with ctx.optional(len(rows)):
+    for steps, guarded in ctx.sweep(claim_then(t0, LENGTHS, ctx.quick), rows):
+        with guarded:
             rows.append(_point(ctx, cond, steps))
     plot = {"kind": "lines", "x": "seq_len", "xlabel": "sequence length",
             "ylabel": "SIMT (non-matmul) share of forward time", "logx": True,

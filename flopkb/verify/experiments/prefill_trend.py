@@ -23,7 +23,7 @@ from flopkb.evidence.measurement import Judgement, Measurement, point_row
 from flopkb.evidence.stats import CONFIRMED, INCONCLUSIVE, REFUTED, Interval
 from flopkb.verify.errors import ExperimentError
 from flopkb.verify.experiments import roofline
-from flopkb.verify.experiments._layer_scan import check_layer_scan
+from flopkb.verify.experiments._cpu_checks import check_layer_scan
 
 if TYPE_CHECKING:
     from flopkb.verify.context import Context
@@ -49,10 +49,9 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     dim, tokens, dstate = 2 * int(cond["d_model"]), int(cond["tokens"]), int(cond["state_dim"])
     gemm_rate = ctx.ceilings.bf16_tflops * 1e12
     rows: list[dict[str, Any]] = []
-    for steps in [t for t in (QUICK if ctx.quick else LENGTHS) if t <= tokens]:
-        if not ctx.more(len(rows)):
-            break
-        with ctx.optional(len(rows)):
+    lengths = [t for t in (QUICK if ctx.quick else LENGTHS) if t <= tokens]
+    for steps, guarded in ctx.sweep(lengths, rows):
+        with guarded:
             batch = tokens // steps
             args = scan_bench.layer_inputs(batch, dim, steps, dstate, device=ctx.device,
                                       seed=ctx.seed(steps))

@@ -55,10 +55,8 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     pts = [(REFERENCE_T, n0)]
     if not ctx.quick:
         pts += [(1024, n0), (16384, n0), (REFERENCE_T, 64 if n0 != 64 else 16)]
-    for steps, dstate in pts:
-        if not ctx.more(len(rows)):
-            break
-        with ctx.optional(len(rows)):
+    for (steps, dstate), guarded in ctx.sweep(pts, rows):
+        with guarded:
             batch = max(1, tokens // steps)
             args = scan_bench.layer_inputs(batch, dim, steps, dstate, device=ctx.device)
             scan_bench.check(ctx, "selective scan", scan(*args), args)

@@ -43,10 +43,8 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     tg = ctx.load("gemm", "triton_gemm")
     base = int(cond["size"])
     rows = []
-    for off in QUICK_OFFSETS if ctx.quick else FULL_OFFSETS:
-        if not ctx.more(len(rows)):
-            break
-        with ctx.optional(len(rows)):
+    for off, guarded in ctx.sweep(QUICK_OFFSETS if ctx.quick else FULL_OFFSETS, rows):
+        with guarded:
             s = base + off
             t_c = gemm_bench.timed_matmul(ctx, f"cublas {s}", cublas.torch_matmul, s, s, s)
             t_t = gemm_bench.timed_matmul(ctx, f"triton {s}", tg.matmul, s, s, s)

@@ -30,6 +30,7 @@ from flopkb.evidence.measurement import Judgement, Measurement, point_row, size_
 from flopkb.evidence.stats import Interval, ratio_interval
 from flopkb.grammar.magnitude import Magnitude
 from flopkb.verify.errors import ExperimentError
+from flopkb.verify.experiments._cpu_checks import check_causal_attention
 
 if TYPE_CHECKING:
     from flopkb.verify.context import Context
@@ -71,12 +72,7 @@ def cpu_check(ctx: Context) -> None:
                   scan.selective_scan(*args, True), want)
         ctx.check(f"selective_scan.unfused.selective_scan_unfused T={steps}",
                   unfused.selective_scan_unfused(*args, True), want)
-    att = ctx.load("attention", "sdpa")
-    aref = ctx.load("attention", "reference")
-    q, k, v = (torch.randn(1, 19, 2, 16) for _ in range(3))
-    ctx.check("attention.sdpa.causal_attention[math]",
-              att.causal_attention(q, k, v, backend="math"),
-              aref.causal_attention_reference(q, k, v))
+    check_causal_attention(ctx, batch=1, heads=2)
 
 
 def _shape(cond: dict[str, Any]) -> tuple[int, int, int, int, int]:
@@ -103,10 +99,8 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     ctx.describe_impl("attention", f"torch SDPA backend={BACKEND}, causal, {h} heads x {hd}")
     rows: list[dict[str, Any]] = []
     pytorch_fits = True
-    for steps in lengths(cond, ctx.quick):
-        if not ctx.more(len(rows)):
-            break
-        with ctx.optional(len(rows)):
+    for steps, guarded in ctx.sweep(lengths(cond, ctx.quick), rows):
+        with guarded:
             args = scan_bench.layer_inputs(b, d, steps, n, device=ctx.device, seed=ctx.seed(steps))
             scan_bench.check(ctx, f"scan T={steps}", scan(*args), args)
             shape = {"batch": b, "dim": d, "steps": steps, "dstate": n}

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio, point_row, ratio_of
 from flopkb.evidence.stats import divide, sum_interval
 from flopkb.verify.experiments import _training
+from flopkb.verify.experiments._sweep_points import claim_then
 
 if TYPE_CHECKING:
     from flopkb.model.experiment import Experiment
@@ -95,10 +96,8 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     passes = ["forward"] + ([primary_pass] if primary_pass != "forward" else [])
     rows = []
     n0 = int(cond["state_dim"])
-    for dstate in [n0] + ([] if ctx.quick else [n for n in (16, 64) if n != n0]):
-        if not ctx.more(len(rows)):
-            break
-        with ctx.optional(len(rows)):
+    for dstate, guarded in ctx.sweep(claim_then(n0, (16, 64), ctx.quick), rows):
+        with guarded:
             args = scan_bench.layer_inputs(batch, dim, steps, dstate, device=ctx.device)
             scan_bench.check(ctx, "selective scan", scan(*args), args)
             if primary_pass != "forward":

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio, point_row, ratio_of
 from flopkb.evidence.stats import ratio_interval
-from flopkb.verify.experiments._state_sweep import claim_point_then_sweeps
+from flopkb.verify.experiments._sweep_points import claim_point_then_sweeps
 
 if TYPE_CHECKING:
     from flopkb.model.experiment import Experiment
@@ -58,10 +58,9 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     chunk = int(cond["chunk_size"])
     chunked, scan = _schedules(ctx, chunk)
     rows = []
-    for steps, dstate in claim_point_then_sweeps(cond, STATE_SWEEP, LENGTH_SWEEP, ctx.quick):
-        if not ctx.more(len(rows)):
-            break
-        with ctx.optional(len(rows)):
+    points = claim_point_then_sweeps(cond, STATE_SWEEP, LENGTH_SWEEP, ctx.quick)
+    for (steps, dstate), guarded in ctx.sweep(points, rows):
+        with guarded:
             shape = ssd_bench.shape_of(cond, steps, dstate)
             args = ssd_bench.make(ctx, shape)
             y_chunk = chunked(*args)

@@ -15,6 +15,7 @@ from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio, poi
 from flopkb.evidence.stats import Interval, ratio_interval
 from flopkb.verify.errors import ExperimentError
 from flopkb.verify.experiments import _training
+from flopkb.verify.experiments._cpu_checks import check_causal_attention
 
 if TYPE_CHECKING:
     from flopkb.model.experiment import Experiment
@@ -30,14 +31,7 @@ QUICK = (1024, 2048, 4096, 16384)
 
 
 def cpu_check(ctx: Context) -> None:
-    import torch
-
-    att = ctx.load("attention", "sdpa")
-    ref = ctx.load("attention", "reference")
-    q, kk, v = (torch.randn(2, 19, 3, 16) for _ in range(3))
-    ctx.check("attention.sdpa.causal_attention[math]",
-              att.causal_attention(q, kk, v, backend="math"),
-              ref.causal_attention_reference(q, kk, v))
+    check_causal_attention(ctx, batch=2, heads=3)
 
 
 def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
@@ -51,10 +45,8 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     ssd = ssd_bench.chunked_impl(ctx, chunk)
     backend_ran = None
     rows = []
-    for steps in QUICK if ctx.quick else FULL:
-        if not ctx.more(len(rows)):
-            break
-        with ctx.optional(len(rows)):
+    for steps, guarded in ctx.sweep(QUICK if ctx.quick else FULL, rows):
+        with guarded:
             shape = ssd_bench.shape_of(cond, steps)
             args = ssd_bench.make(ctx, shape)
             y = ssd(*args)

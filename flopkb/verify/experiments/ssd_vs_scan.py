@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio, point_row, ratio_of
 from flopkb.evidence.stats import ratio_interval
 from flopkb.verify.experiments import _training
-from flopkb.verify.experiments._layer_scan import check_layer_scan
-from flopkb.verify.experiments._state_sweep import claim_point_then_sweeps
+from flopkb.verify.experiments._cpu_checks import check_layer_scan
+from flopkb.verify.experiments._sweep_points import claim_point_then_sweeps
 
 if TYPE_CHECKING:
     from flopkb.model.experiment import Experiment
@@ -41,11 +41,9 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     ssd = ssd_bench.chunked_impl(ctx, chunk)
     scan = scan_bench.scan_impl(ctx)
     rows = []
-    states = (*STATE_SWEEP, 256)
-    for steps, dstate in claim_point_then_sweeps(cond, states, LENGTH_SWEEP, ctx.quick):
-        if not ctx.more(len(rows)):
-            break
-        with ctx.optional(len(rows)):
+    points = claim_point_then_sweeps(cond, (*STATE_SWEEP, 256), LENGTH_SWEEP, ctx.quick)
+    for (steps, dstate), guarded in ctx.sweep(points, rows):
+        with guarded:
             shape = ssd_bench.shape_of(cond, steps, dstate)
             dim, batch = shape["heads"] * shape["headdim"], shape["batch"]
             args = ssd_bench.make(ctx, shape)

@@ -16,6 +16,7 @@ from flopkb.grammar.formula import FormulaError, parse_formula
 from flopkb.grammar.text import normalise
 from flopkb.kb import load_kb
 from flopkb.validate import validate
+from tests.cli.kbrepo import break_effect
 
 SMALL_KB = Path(__file__).resolve().parents[2] / "cases" / "valid" / "small-kb"
 
@@ -70,15 +71,7 @@ def test_closest_span_starts_and_ends_on_the_words_that_line_up() -> None:
 def test_the_fkb201_hint_quotes_the_exact_span(tmp_path: Path) -> None:
     kb = tmp_path / "kb"
     shutil.copytree(SMALL_KB, kb)
-    path = kb / "records/classes/mamba2-ssd.yaml"
-    text = path.read_text(encoding="utf-8")
-    path.write_text(
-        text.replace(
-            "effect: \"2-8x faster than Mamba's fused associative scan\"",
-            "effect: \"2-8x quicker than the fused scan\"",
-        ),
-        encoding="utf-8",
-    )
+    break_effect(kb)  # the effect "2-8x quicker than the fused scan"
     [finding] = [f for f in validate(kb).findings if f.rule == "FKB201"]
     assert finding.hint == (
         "closest span of the prose: \"2-8x faster than Mamba's fused associative scan\""

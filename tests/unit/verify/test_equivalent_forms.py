@@ -24,7 +24,7 @@ from flopkb.verify.context import ExperimentError
 from flopkb.verify.errors import PeerUnavailable
 from flopkb.verify.experiments import equivalent_forms
 from flopkb.verify.experiments.generic import DeclaredExperiment
-from tests.unit.verify.test_generic import TOY, _ctx
+from tests.unit.verify.test_generic import _ctx
 from tests.unit.verify.test_kernel_claims import stored_evidence
 
 QUAL = parse_magnitude("qualitative")
@@ -40,13 +40,6 @@ CLAIMS = {"kda-dplr": ("kimi-linear/kda-specialises-dplr", "kda-vs-dplr"),
 def kb() -> KnowledgeBase:
     kb, _ = load_kb(bundled_root())
     return kb
-
-
-@pytest.fixture
-def toy_root(tmp_path: Path) -> Path:
-    (tmp_path / "kernels" / "toy").mkdir(parents=True)
-    (tmp_path / "kernels" / "toy" / "ops.py").write_text(TOY)
-    return tmp_path
 
 
 def _decl(call: str, produces: list[Any]) -> Experiment:

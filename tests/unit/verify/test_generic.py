@@ -26,29 +26,6 @@ from flopkb.verify.session import Session
 from flopkb.verify.timing import Timing
 
 ROOT = Path(__file__).resolve().parents[3]
-TOY = '''
-import torch
-
-
-def double(x):
-    return x * 2
-
-
-def double_ref(x):
-    return x.float() * 2
-
-
-def triple(x):
-    return x * 3
-
-
-def matmul(a, b):
-    return a @ b
-
-
-def matmul_ref(a, b):
-    return a.float() @ b.float()
-'''
 
 
 class FakeTimingContext(Context):
@@ -72,14 +49,6 @@ def _ctx(medians) -> FakeTimingContext:
     ctx.medians = medians
     ctx.begin(60)
     return ctx
-
-
-@pytest.fixture
-def toy_root(tmp_path: Path) -> Path:
-    # a KB's kernels folder with no __init__.py: its operator folders are still importable
-    (tmp_path / "kernels" / "toy").mkdir(parents=True)
-    (tmp_path / "kernels" / "toy" / "ops.py").write_text(TOY)
-    return tmp_path
 
 
 def _ratio_decl(fast_call: str = "toy.ops:double") -> Experiment:

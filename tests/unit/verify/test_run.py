@@ -113,6 +113,32 @@ def test_context_check_and_floor_and_time_limit(monkeypatch):
         ctx.tick()
 
 
+def test_sweep_skips_a_failing_point_and_stops_at_the_time_limit():
+    import time
+
+    from flopkb.verify import context
+
+    ctx = context.Context(gpu=False)
+    ctx.begin(100)
+    rows: list[int] = []
+    for point, guarded in ctx.sweep([1, 2, 3, 4], rows):
+        with guarded:
+            if point == 2:
+                raise RuntimeError("out of memory")
+            rows.append(point)
+            if point == 3:
+                ctx._deadline = time.monotonic() - 1  # the soft limit passes after point 3
+    # point 2's failure is noted and does not count; the cut comes before point 4
+    assert rows == [1, 3]
+    assert ctx.notes == ["sweep point 2 skipped: RuntimeError: out of memory",
+                         "sweep cut after 2 points at the 100 s time limit"]
+    # the claim's own point (the first) is never optional: its failure ends the sweep
+    with pytest.raises(RuntimeError, match="first"):
+        for _point, guarded in ctx.sweep([1], []):
+            with guarded:
+                raise RuntimeError("first")
+
+
 def test_rotations_defeat_l2():
     from flopkb.verify.context import Context
 

@@ -62,6 +62,22 @@ def fake_times(kb: KnowledgeBase, s: dict, per_reading: dict, speed: dict[str, f
     return out
 
 
+def time_each_once(ctx: Context, monkeypatch, *, p10_ms: float, p90_ms: float) -> list[str]:
+    """A stand-in for `ctx.time`: each timed call runs once (so a crash still shows) and takes
+    1 ms, its band p10_ms to p90_ms; the list returned fills with the labels timed, in order."""
+    from types import SimpleNamespace
+
+    labels: list[str] = []
+
+    def fake_time(label, fn, arg_sets, **_):
+        fn(*arg_sets[0])
+        labels.append(label)
+        return SimpleNamespace(median_ms=1.0, p10_ms=p10_ms, p90_ms=p90_ms)
+
+    monkeypatch.setattr(ctx, "time", fake_time)
+    return labels
+
+
 def test_claim_conditions_reach_the_setup(kb: KnowledgeBase) -> None:
     cond, notes = resolve(hook("serving-samba-prompt").DEFAULTS,
                           claim_conditions(kb, "samba", "prompt-throughput"))
@@ -262,14 +278,7 @@ def test_measure_runs_end_to_end_on_the_cpu_with_a_stand_in_timer(kb, monkeypatc
              "llama-3-1-8b": tiny(kb.architectures["llama-3-1-8b"], d_model=32,
                                   attention_heads=4, kv_heads=2, head_dim=8, mlp_size=24)}
     ctx = Context(gpu=False, kb=SimpleNamespace(architectures=archs))
-    ran: list[str] = []
-
-    def fake_time(label, fn, arg_sets, **_):
-        fn(*arg_sets[0])
-        ran.append(label)
-        return SimpleNamespace(median_ms=1.0, p10_ms=0.9, p90_ms=1.1)
-
-    monkeypatch.setattr(ctx, "time", fake_time)
+    ran = time_each_once(ctx, monkeypatch, p10_ms=0.9, p90_ms=1.1)
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
     # at equal batch: the stand-in KB has no accelerator records to size a memory-limited batch
     cond = {**hook("serving-nemotron-h").DEFAULTS, "input_tokens": 19, "output_tokens": 6,
@@ -592,8 +601,6 @@ def test_the_stacked_call_site_runs_the_stack_with_the_chosen_implementations(
         kb, monkeypatch) -> None:
     # off, no figure; on (the default), the stack is built from each layer's chosen
     # implementation and timed through ctx.time (a stand-in here)
-    from types import SimpleNamespace
-
     from flopkb.verify.experiments.serving import run
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")
@@ -604,14 +611,7 @@ def test_the_stacked_call_site_runs_the_stack_with_the_chosen_implementations(
     monkeypatch.setattr(run, "RUN_STACKED", False)
     assert run.stacked_figure(ctx, arch, "decode", 2, 7, {}) is None
     monkeypatch.setattr(run, "RUN_STACKED", True)
-    labels: list[str] = []
-
-    def fake_time(label, fn, arg_sets, **_):
-        fn(*arg_sets[0])
-        labels.append(label)
-        return SimpleNamespace(median_ms=1.0, p10_ms=1.0, p90_ms=1.0)
-
-    monkeypatch.setattr(ctx, "time", fake_time)
+    time_each_once(ctx, monkeypatch, p10_ms=1.0, p90_ms=1.0)
     chosen = {"mamba2": "torch", "attention": "sdpa", "mlp": "cublas"}
     st = run.stacked_figure(ctx, arch, "decode", 2, 7, chosen)
     assert st is not None and st["kinds"] and set(st["kinds"]) <= set(chosen)
