@@ -31,6 +31,7 @@ from flopkb.cli.common import (
 )
 from flopkb.cli.tables import IdTable
 from flopkb.escape import visible
+from flopkb.evidence.hashing import fresh_claims
 from flopkb.evidence.signing import SigningError, ssh_keygen
 from flopkb.evidence.store import evidence_dir
 from flopkb.extras import install_hint
@@ -40,6 +41,9 @@ from flopkb.plural import count
 
 # What the `kernels` extra installs; verify imports all three (numpy through torch and the plots).
 KERNEL_EXTRA_MODULES = ("torch", "triton", "numpy")
+
+NO_GPU = ("--gpu needs a CUDA GPU and this process sees none (torch.cuda.is_available() is "
+          "False); run without --gpu for the CPU checks and the plan.")
 
 
 def _missing_kernel_extra() -> list[str]:
@@ -177,6 +181,11 @@ def verify(
                            "(its hooks and kernels/: for an untrusted pull request); the "
                            "experiments left unchecked are listed")
     ] = False,
+    stale: Annotated[
+        bool, typer.Option("--stale", help="with --gpu: only the claims whose newest evidence "
+                           "on this GPU's accelerator is stale (its kernels or judging rule "
+                           "changed since) or missing")
+    ] = False,
     follow_symlinks: FollowSymlinksOption = False,
     fmt: FormatOption = OutputFormat.text,
 ) -> None:
@@ -217,8 +226,19 @@ def verify(
         close = difflib.get_close_matches(record, sorted(kb.classes), n=3)
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
         fail(f"no class record {record!r} in the KB at {root}{hint}")
+    if stale and not gpu:
+        fail("--stale picks the claims to time again on this GPU: it needs --gpu")
+    skip: set[str] = set()
+    if stale:
+        if not execute.gpu_available():
+            fail(NO_GPU)
+        skip = fresh_claims(kb, execute.gpu_accelerator(kb))
     jobs, broken = plan.plan(kb, claim=claim, record=record,
-                             suites=chosen_suites(suite, gpu))
+                             suites=chosen_suites(suite, gpu), skip=skip)
+    if stale and not jobs and not broken:
+        err_console.print("flopkb: nothing is stale: every claim selected has fresh evidence on "
+                          "this GPU's accelerator", markup=False, highlight=False)
+        raise typer.Exit(0)
     if claim is not None and not jobs:
         # nothing of this claim can run: say why in one line, run nothing (not even calibration)
         payload = {"machine": None, "results": [r.as_dict() for r in broken], "duration_s": 0.0}
@@ -275,8 +295,7 @@ def verify(
     with safe_writes(policy):
         check_folder(out or evidence_dir(root), policy)  # a usage error: before anything runs
     if not execute.gpu_available():
-        fail("--gpu needs a CUDA GPU and this process sees none (torch.cuda.is_available() is "
-             "False); run without --gpu for the CPU checks and the plan.")
+        fail(NO_GPU)
     with progress, writing(policy):
         machine, results = execute.run_gpu(kb, jobs, quick=quick, impl=impl.value,
                                            command=command, out_dir=out, on_event=on_event,

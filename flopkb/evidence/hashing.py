@@ -209,3 +209,20 @@ def stale_evidence(kb) -> list[Staleness]:
         if found:
             out.append(found)
     return out
+
+
+def fresh_claims(kb, accelerator: str | None) -> set[str]:
+    """Claims whose newest evidence on `accelerator` still describes the KB: its kernels and its
+    experiment's judge revision unchanged since it was written (`verify --stale` runs the rest)."""
+    catalogue = kb.catalogue()
+    cache: dict[str, dict[str, str]] = {}
+    digests: dict[Path, str] = {}
+    fresh: set[str] = set()
+    for (claim, acc), ev in latest(kb).items():
+        if claim is None or acc != accelerator or not catalogue.exists(ev.experiment):
+            continue
+        if ev.experiment not in cache:
+            cache[ev.experiment] = current_hashes(kb.root, catalogue.get(ev.experiment), digests)
+        if staleness(catalogue, ev, cache[ev.experiment]) is None:
+            fresh.add(claim)
+    return fresh

@@ -50,6 +50,11 @@ def gpu_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
+def gpu_accelerator(kb) -> str | None:
+    """The accelerator record this process's GPU matches (None: none does)."""
+    return host.match_accelerator(kb, host.fingerprint().get("gpu"))
+
+
 def _error_reason(exc: BaseException) -> str:
     import torch
 

@@ -92,16 +92,20 @@ def shard(items: Sequence[T], rank: int, world: int) -> list[T]:
 
 
 def plan(kb, claim: str | None = None, record: str | None = None,
-         suites: Collection[str] | None = None) -> tuple[list[Job], list[Result]]:
+         suites: Collection[str] | None = None, skip: Collection[str] = ()
+         ) -> tuple[list[Job], list[Result]]:
     """Jobs (one per experiment, in catalogue order, with the claims of this KB linking to it)
     and results for what cannot run (an unknown experiment; with `claim`, a claim that links
     none). `claim` / `record` narrow the selection; `suites` (None: every suite) keeps the
-    experiments of those suites, except where `claim` or `record` names what to run."""
+    experiments of those suites, except where `claim` or `record` names what to run; claims in
+    `skip` are left out (`verify --stale`: those whose evidence is fresh)."""
     known = kb.catalogue()
     jobs: dict[str, Job] = {}
     broken: list[Result] = []
     for cid, rec, row in kb.claims():
         if claim is not None and cid != claim:
+            continue
+        if cid in skip:
             continue
         if record is not None and rec.id != record:
             continue
