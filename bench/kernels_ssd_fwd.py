@@ -158,22 +158,11 @@ def mamba_impl() -> tuple[Impl | None, str | None]:
 
 def kernel_times(fn: Callable[[], Any], calls: int) -> dict[str, float]:
     """GPU kernel name -> mean microseconds per call of `fn`, from torch.profiler."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile
+    from flopkb.verify.timing import kernel_timeline
 
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
     out: dict[str, float] = {}
-    for ev in prof.key_averages():
-        us = getattr(ev, "device_time_total", None)
-        if us is None:
-            us = getattr(ev, "cuda_time_total", 0.0)
-        if us > 0:
-            out[ev.key[:120]] = out.get(ev.key[:120], 0.0) + us / calls
+    for name, ms in kernel_timeline(fn, (), calls).items():
+        out[name[:120]] = out.get(name[:120], 0.0) + ms * 1e3 / calls
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
