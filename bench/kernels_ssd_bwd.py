@@ -26,6 +26,7 @@ every timing) to --out after every shape, atomically.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import statistics
@@ -356,22 +357,56 @@ def ratios(rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def sweep_shapes(out: Path, results: dict[str, Any], started: float, dstates: list[int],
-                 steps_list: list[int], bench_one: Callable[[int, int], dict[str, Any]],
-                 on_gpu: bool) -> None:
-    """`bench_one(N, T)` at every state size and length, each appended to results["shapes"];
-    `out` is rewritten after every shape (atomically), so a run cut short keeps the shapes done.
-    Both SSD benches (this one and kernels_ssd_fwd.py) sweep their shapes so."""
-    import torch
+class Run:
+    """One run of an SSD bench (this one or kernels_ssd_fwd.py) over state sizes x lengths: its
+    device, sizes (`--smoke`'s or the full ones) and, once `start`ed, its dtype, ceilings and
+    results. (A plain class: scripts load each other by path, where a dataclass cannot.)"""
 
-    for n in dstates:
-        for steps in steps_list:
-            results["shapes"].append(bench_one(n, steps))
-            results["wall_s"] = time.time() - started
-            write_json(out, results)
-            if on_gpu:
-                torch.cuda.empty_cache()
-    write_json(out, results)
+    def __init__(self, args: argparse.Namespace, device: str, sizes: dict[str, Any]) -> None:
+        self.args, self.device, self.sizes = args, device, sizes
+        self.on_gpu = device == "cuda"
+        self.dtype: Any = None
+        self.ceilings: dict[str, Any] | None = None
+        self.results: dict[str, Any] = {}
+        self.started = 0.0
+
+    def start(self, impls: list[Any], not_run: Any, /, **own: Any) -> None:
+        """The results' header (the machine, the command, the options and `own`), then the
+        ceilings: the roofline needs measured ones, so only on the GPU (the smoke run has none)."""
+        import torch
+
+        from flopkb.verify.machine import fingerprint
+
+        self.results = {"machine": fingerprint(), **header(), "smoke": self.args.smoke,
+                        "rounds": self.args.rounds, "reps": self.args.reps, **own, "shapes": []}
+        log(f"implementations: {[i.name for i in impls]}; not run: {not_run}")
+        self.started = time.time()
+        self.ceilings = measure_ceilings(quick=True) if self.on_gpu else None
+        self.results["ceilings"] = self.ceilings
+        self.dtype = torch.float32 if self.args.smoke else torch.bfloat16
+
+    def sweep(self, bench_one: Callable[[int, int], dict[str, Any]]) -> None:
+        """`bench_one(N, T)` at every state size and length (`--dstates`, `--steps`), each
+        appended to results["shapes"]; `--out` is rewritten after every shape (atomically), so a
+        run cut short keeps the shapes done."""
+        import torch
+
+        for n in comma_list(self.args.dstates, int, self.sizes["dstates"]):
+            for steps in comma_list(self.args.steps, int, self.sizes["steps"]):
+                self.results["shapes"].append(bench_one(n, steps))
+                self.results["wall_s"] = time.time() - self.started
+                write_json(self.args.out, self.results)
+                if self.on_gpu:
+                    torch.cuda.empty_cache()
+        write_json(self.args.out, self.results)
+
+
+def open_run(args: argparse.Namespace, script: str, full: dict[str, Any],
+             smoke: dict[str, Any]) -> Run | None:
+    """The run's device, found before the first triton import (the fingerprint imports it);
+    None, after one line on stderr, without one."""
+    device = device_of(args, script)
+    return None if device is None else Run(args, device, smoke if args.smoke else full)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -382,18 +417,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mamba-chunk", type=int, default=256)
     ap.add_argument("--bound", type=float, default=BF16_BOUND,
                     help="largest ||g - ref|| / ||ref|| a timed implementation may show")
-    args = ap.parse_args(argv)
-    # before the first triton import (the fingerprint imports it)
-    device = device_of(args, "kernels_ssd_bwd.py")
-    if device is None:
+    run = open_run(ap.parse_args(argv), "kernels_ssd_bwd.py", FULL, SMOKE)
+    if run is None:
         return 2
-    on_gpu = device == "cuda"
-    import torch
-
+    args = run.args
     from flopkb.kernelpkg import load_op
-    from flopkb.verify.machine import fingerprint
 
-    sizes = SMOKE if args.smoke else FULL
     chunked = load_op("ssd", "chunked")
     cost = load_op("ssd", "cost")
     reference = load_op("ssd", "reference")
@@ -402,33 +431,22 @@ def main(argv: list[str] | None = None) -> int:
     if error:
         print(error, file=sys.stderr)
         return 2
-    dstates = comma_list(args.dstates, int, sizes["dstates"])
-    steps_list = comma_list(args.steps, int, sizes["steps"])
     impls = our_impls(chunked, names)
     peers, not_run = peer_impls(args.mamba_chunk)
     impls += peers
-    results: dict[str, Any] = {
-        "machine": fingerprint(), **header(), "smoke": args.smoke,
-        "rounds": args.rounds, "reps": args.reps, "variants": {
-            n: chunked.VARIANTS[n] for n in names}, "shapes": [],
-    }
-    log(f"implementations: {[i.name for i in impls]}; not run: {not_run}")
-    started = time.time()
-    # The roofline needs measured ceilings, so only on the GPU (the smoke run has none).
-    ceil = measure_ceilings(quick=True) if on_gpu else None
-    results["ceilings"] = ceil
-    dtype = torch.float32 if args.smoke else torch.bfloat16
+    run.start(impls, not_run, variants={n: chunked.VARIANTS[n] for n in names})
+    sizes = run.sizes
 
     def bench_one(n: int, steps: int) -> dict[str, Any]:
         batch = max(1, sizes["tokens"] // steps)
         shape = {"B": batch, "T": steps, "H": sizes["heads"], "P": sizes["headdim"],
-                 "G": sizes["groups"], "N": n, "dtype": str(dtype).removeprefix("torch."),
+                 "G": sizes["groups"], "N": n, "dtype": str(run.dtype).removeprefix("torch."),
                  "dt_dtype": "float32", "D": True}
         log(f"SSD B={batch} T={steps} H={shape['H']} P={shape['P']} N={n} {shape['dtype']}")
-        return bench_shape(shape, impls, not_run, args.rounds, args.reps, device, dtype, cost,
-                           reference, ceil, args.bound)
+        return bench_shape(shape, impls, not_run, args.rounds, args.reps, run.device, run.dtype,
+                           cost, reference, run.ceilings, args.bound)
 
-    sweep_shapes(args.out, results, started, dstates, steps_list, bench_one, on_gpu)
+    run.sweep(bench_one)
     return 0
 
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -37,11 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import (
     REQUIRED,
     comma_list,
-    device_of,
     device_or_wall_ms,
     floor_ms,
-    header,
-    measure_ceilings,
     parser,
     sibling,
     unknown,
@@ -72,7 +68,7 @@ SMOKE_CONFIGS = ("q64", "q128_bm32")
 # the training-step bench's helpers: the same logging, error norm, map of the SSD inputs to
 # fla's and sweep over the shapes
 _BWD = sibling("kernels_ssd_bwd")
-log, rel_err, fla_map, sweep_shapes = _BWD.log, _BWD.rel_err, _BWD.fla_map, _BWD.sweep_shapes
+log, rel_err, fla_map, open_run = _BWD.log, _BWD.rel_err, _BWD.fla_map, _BWD.open_run
 
 
 class Impl:
@@ -158,22 +154,11 @@ def mamba_impl() -> tuple[Impl | None, str | None]:
 
 def kernel_times(fn: Callable[[], Any], calls: int) -> dict[str, float]:
     """GPU kernel name -> mean microseconds per call of `fn`, from torch.profiler."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile
+    from flopkb.verify.timing import kernel_timeline
 
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
     out: dict[str, float] = {}
-    for ev in prof.key_averages():
-        us = getattr(ev, "device_time_total", None)
-        if us is None:
-            us = getattr(ev, "cuda_time_total", 0.0)
-        if us > 0:
-            out[ev.key[:120]] = out.get(ev.key[:120], 0.0) + us / calls
+    for name, ms in kernel_timeline(fn, (), calls).items():
+        out[name[:120]] = out.get(name[:120], 0.0) + ms * 1e3 / calls
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
@@ -286,17 +271,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--configs", default="", help="comma list of CONFIGS names (default all)")
     ap.add_argument("--dstates", default="", help="comma list of N")
     ap.add_argument("--steps", default="", help="comma list of T")
-    args = ap.parse_args(argv)
-    device = device_of(args, "kernels_ssd_fwd.py")
-    if device is None:
+    run = open_run(ap.parse_args(argv), "kernels_ssd_fwd.py", FULL, SMOKE)
+    if run is None:
         return 2
-    on_gpu = device == "cuda"
-    import torch
-
+    args = run.args
     from flopkb.kernelpkg import load_op
-    from flopkb.verify.machine import fingerprint
 
-    sizes = SMOKE if args.smoke else FULL
     names = comma_list(args.configs, str, SMOKE_CONFIGS if args.smoke else CONFIGS)
     error = unknown(names, CONFIGS, "configs")
     if error:
@@ -311,30 +291,21 @@ def main(argv: list[str] | None = None) -> int:
             not_run[maker.__name__.removesuffix("_impl")] = why
         else:
             impls.append(impl)
-    results: dict[str, Any] = {
-        "machine": fingerprint(), **header(), "smoke": args.smoke,
-        "rounds": args.rounds, "reps": args.reps, "configs": {n: CONFIGS[n] for n in names},
-        "not_run": not_run, "shapes": [],
-    }
-    log(f"implementations: {[i.name for i in impls]}; not run: {not_run}")
-    started = time.time()
-    results["ceilings"] = measure_ceilings(quick=True) if on_gpu else None
-    dtype = torch.float32 if args.smoke else torch.bfloat16
-    dstates = comma_list(args.dstates, int, sizes["dstates"])
-    steps_list = comma_list(args.steps, int, sizes["steps"])
+    run.start(impls, not_run, configs={n: CONFIGS[n] for n in names}, not_run=not_run)
+    sizes = run.sizes
 
     def bench_one(n: int, steps: int) -> dict[str, Any]:
         shape = {"B": max(1, sizes["tokens"] // steps), "T": steps, "H": sizes["heads"],
                  "P": sizes["headdim"], "G": sizes["groups"], "N": n,
-                 "dtype": str(dtype).removeprefix("torch.")}
+                 "dtype": str(run.dtype).removeprefix("torch.")}
         log(f"SSD fwd B={shape['B']} T={steps} N={n}")
-        done = bench_shape(shape, impls, args.rounds, args.reps, device, dtype, on_gpu, chunked,
-                           load_op("ssd", "reference"), load_op("ssd", "cost"),
-                           results["ceilings"])
+        done = bench_shape(shape, impls, args.rounds, args.reps, run.device, run.dtype,
+                           run.on_gpu, chunked, load_op("ssd", "reference"),
+                           load_op("ssd", "cost"), run.ceilings)
         log(json.dumps(done["summary"], default=str)[:1500])
         return done
 
-    sweep_shapes(args.out, results, started, dstates, steps_list, bench_one, on_gpu)
+    run.sweep(bench_one)
     return 0
 
 

@@ -30,23 +30,9 @@ OTHER_SHARE = 0.01
 
 def kernel_times(fn: Any, args: tuple, calls: int) -> dict[str, float]:
     """Device milliseconds per kernel name per call of fn(*args), from torch.profiler."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile
+    from flopkb.verify.timing import kernel_timeline
 
-    fn(*args)
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            fn(*args)
-        torch.cuda.synchronize()
-    out: dict[str, float] = {}
-    for e in prof.key_averages():
-        device_us = getattr(e, "self_device_time_total", None)
-        if device_us is None:
-            device_us = e.self_cuda_time_total
-        if device_us > 0:
-            out[e.key] = out.get(e.key, 0.0) + device_us / 1e3 / calls
-    return out
+    return {name: ms / calls for name, ms in kernel_timeline(fn, args, calls).items()}
 
 
 def main() -> int:

@@ -232,8 +232,3 @@ def reading(name: str, phase: str, model: Composed, baseline: Composed,
     else:
         what += f", batch {model.decode_batch} vs {baseline.decode_batch}"
     return Reading(name, what, m, b, model.decode_batch, baseline.decode_batch)
-
-
-def interval_of(d: Mapping[str, Any]) -> Interval:
-    """An Interval back from its as_dict() form (evidence data, re-derivation)."""
-    return Interval(d["value"], d["low"], d["high"])

@@ -9,12 +9,16 @@ qualitative magnitude by the rule of `flopkb.evidence.stats`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flopkb.evidence import stats
 from flopkb.evidence.stats import Interval
 from flopkb.grammar.magnitude import Magnitude
+
+if TYPE_CHECKING:
+    from flopkb.model.experiment import Experiment
 
 # The `pass` condition: forward, backward, or forward+backward (a training step).
 PASSES = ("forward", "backward", "forward+backward")
@@ -111,6 +115,22 @@ def judge_ratio(primary: Interval, mag: Magnitude | None, *, what: str, unit: st
     return Judgement(primary, unit, what, "error", "",
                      reason=f"this experiment measures a ratio; magnitude kind {mag.kind!r} "
                      f"({mag.text!r}) has no reading here")
+
+
+def primary_ratio_judge(
+    what: Callable[[dict[str, Any], dict[str, Any]], str],
+) -> Callable[..., Judgement]:
+    """The `judge` of a hook whose claim reads the primary row's ratio (`ratio_of`) by
+    `judge_ratio`, a qualitative magnitude by its declaration's criterion; `what(primary, cond)`
+    says what the ratio is of."""
+
+    def judge(m: Measurement, mag: Any, cond: dict[str, Any], *,
+              declaration: Experiment) -> Judgement:
+        p = m.data["primary"]
+        return judge_ratio(ratio_of(p), mag, what=what(p, cond),
+                           qualitative=declaration.qualitative_criterion)
+
+    return judge
 
 
 def _fmt(x: float | None) -> str:

@@ -22,7 +22,7 @@ and the tolerances in prose; change both together.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +54,11 @@ class Interval:
 
     def as_dict(self) -> dict[str, Any]:
         return {"value": self.value, "low": self.low, "high": self.high}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Interval:
+        """An Interval back from its `as_dict()` form (evidence data, re-derivation)."""
+        return cls(d["value"], d["low"], d["high"])
 
 
 def _lo(x: float | None) -> float:

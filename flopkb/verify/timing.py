@@ -304,3 +304,22 @@ def memory_since(mark: int | None) -> dict[str, int]:
 
     peak = int(torch.cuda.max_memory_allocated())
     return {"peak_mem_bytes": peak, "step_extra_mem_bytes": peak - mark}
+
+
+def kernel_timeline(fn: Callable[..., Any], args: tuple, reps: int) -> dict[str, float]:
+    """Device ms per kernel name summed over `reps` calls of fn(*args) after one warm-up call,
+    from the CUDA kernel timeline (torch.profiler, CUPTI): which kernels a call's time goes to."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    fn(*args)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(reps):
+            fn(*args)
+        torch.cuda.synchronize()
+    out: dict[str, float] = {}
+    for event in prof.events():
+        if event.device_type == torch.autograd.DeviceType.CUDA:
+            out[event.name] = out.get(event.name, 0.0) + event.device_time / 1e3
+    return out

@@ -26,15 +26,19 @@ def git(repo: Path, *args: str) -> str:
     return done.stdout
 
 
+def commit_all(repo: Path) -> Path:
+    """`repo` made a git repository (branch main) with everything in it committed."""
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "KB")
+    return repo
+
+
 def make_repo(tmp_path: Path, with_git: bool = True) -> Path:
     """`<tmp>/repo` holding `records/` of the small valid KB, committed when `with_git`."""
     repo = tmp_path / "repo"
     shutil.copytree(SMALL / "records", repo / "records")
-    if with_git:
-        git(repo, "init", "-q", "-b", "main")
-        git(repo, "add", "-A")
-        git(repo, "commit", "-q", "-m", "KB")
-    return repo
+    return commit_all(repo) if with_git else repo
 
 
 def copy_example(dest: Path) -> Path:

@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flopkb.cli import app
-from tests.cli.kbrepo import git, make_repo
+from tests.cli.kbrepo import commit_all, git, make_repo
 from tests.cli.test_precommit import ROOT, entry_args
 
 runner = CliRunner()
@@ -95,10 +95,7 @@ def bundled_repo(tmp_path: Path) -> Path:
     repo = tmp_path / "repo"
     # the pictures too: evidence lists them, and a listed picture that is missing is FKB514
     shutil.copytree(BUNDLED, repo / "records")
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "KB")
-    return repo
+    return commit_all(repo)
 
 
 def changed_json(*args: str) -> tuple[int, dict]:
@@ -191,9 +188,7 @@ def test_a_path_starting_with_a_dash_never_exits_2(
     make_repo(tmp_path / "kb", with_git=False)
     (repo).mkdir()
     shutil.move(tmp_path / "kb" / "repo", repo / "-kb")
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "KB")
+    commit_all(repo)
     monkeypatch.chdir(repo)
     # as pre-commit calls the hook: its entry, then the changed files
     result = runner.invoke(app, entry_args("flopkb-validate", [f"-kb/{CITED}"], ("-f", "json")))

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flopkb.cli import app
-from tests.cli.kbrepo import copy_example, git
+from tests.cli.kbrepo import commit_all, copy_example, git
 from tests.cli.test_precommit import entry_args, hook
 
 DECLARATION = "experiments/rmsnorm-fused-vs-unfused.yaml"
@@ -25,11 +25,7 @@ runner = CliRunner()
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The worked example KB (a declared experiment, its kernel, a linked claim), committed."""
-    repo = tmp_path / "repo"
-    copy_example(repo)
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "KB")
+    repo = commit_all(copy_example(tmp_path / "repo"))
     monkeypatch.chdir(repo)
     return repo
 

@@ -4,10 +4,13 @@ against the stepped linear recurrence; odd and power-of-two lengths, fixed seeds
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 
 from flopkb.kernelpkg import load_op
+from tests.kernels.op_modules import op_modules
 
 
 def layer_inputs(*args, **kw):
@@ -15,53 +18,49 @@ def layer_inputs(*args, **kw):
 
 
 @pytest.fixture(scope="module")
-def unfused(kernels):
-    return load_op("scan_baseline", "unfused")
-
-
-@pytest.fixture(scope="module")
-def scan_ref(kernels):
-    return load_op("scan_baseline", "reference")
+def scan(kernels) -> SimpleNamespace:
+    return op_modules("scan_baseline", "unfused", "reference")
 
 
 @pytest.mark.parametrize("steps", [1, 2, 7, 16, 33, 128])
-def test_unfused_scan_matches_the_stepped_reference(unfused, scan_ref, steps):
+def test_unfused_scan_matches_the_stepped_reference(scan, steps):
     # powers of two and lengths the baseline pads with the recurrence's identity (a=1, x=0)
     args = layer_inputs(2, 5, steps, 4, dtype=torch.float32, seed=steps)
-    got = unfused.selective_scan_unfused(*args, True)
-    want = scan_ref.selective_scan_reference(*args, True)
+    got = scan.unfused.selective_scan_unfused(*args, True)
+    want = scan.reference.selective_scan_reference(*args, True)
     assert got.shape == want.shape
     assert torch.allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
-def test_unfused_scan_without_skip_bias_or_softplus(unfused, scan_ref):
+def test_unfused_scan_without_skip_bias_or_softplus(scan):
     u, delta, A, Bm, Cm, _, _ = layer_inputs(1, 3, 12, 2, dtype=torch.float32, seed=5)
     delta = delta.abs() + 0.01
-    got = unfused.selective_scan_unfused(u, delta, A, Bm, Cm)
-    assert torch.allclose(got, scan_ref.selective_scan_reference(u, delta, A, Bm, Cm),
+    got = scan.unfused.selective_scan_unfused(u, delta, A, Bm, Cm)
+    assert torch.allclose(got, scan.reference.selective_scan_reference(u, delta, A, Bm, Cm),
                           rtol=1e-4, atol=1e-5)
 
 
-def test_bf16_inputs_give_bf16_out_close_to_the_reference(unfused, scan_ref):
+def test_bf16_inputs_give_bf16_out_close_to_the_reference(scan):
     args = layer_inputs(1, 8, 64, 16, seed=2)
-    got = unfused.selective_scan_unfused(*args, True)
-    want = scan_ref.selective_scan_reference(*args, True)
+    got = scan.unfused.selective_scan_unfused(*args, True)
+    want = scan.reference.selective_scan_reference(*args, True)
     assert got.dtype == torch.bfloat16
     err = (got.float() - want.float()).norm() / want.float().norm()
     assert err < 1e-2
 
 
-def test_blelloch_scan_is_the_sequential_recurrence(unfused, scan_ref):
+def test_blelloch_scan_is_the_sequential_recurrence(scan):
     g = torch.Generator().manual_seed(0)
     a = torch.rand(2, 3, 64, 4, generator=g)
     x = torch.randn(2, 3, 64, 4, generator=g, dtype=torch.float64).float()
-    got = unfused.blelloch_scan(a.clone(), x.clone())
-    assert torch.allclose(got, scan_ref.linear_recurrence_reference(a, x), rtol=1e-5, atol=1e-6)
+    got = scan.unfused.blelloch_scan(a.clone(), x.clone())
+    want = scan.reference.linear_recurrence_reference(a, x)
+    assert torch.allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
-def test_blelloch_scan_refuses_a_length_that_is_no_power_of_two(unfused):
+def test_blelloch_scan_refuses_a_length_that_is_no_power_of_two(scan):
     with pytest.raises(ValueError, match="power-of-two"):
-        unfused.blelloch_scan(torch.ones(1, 1, 6, 1), torch.ones(1, 1, 6, 1))
+        scan.unfused.blelloch_scan(torch.ones(1, 1, 6, 1), torch.ones(1, 1, 6, 1))
 
 
 def test_cost_is_the_scans_plus_the_materialised_tensors(kernels):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from accuracy import run_step
+from accuracy import assert_step_matches, run_step, step_inputs
 
 from flopkb.kernelpkg import load_op
 
@@ -349,22 +349,13 @@ def test_backward_gpu_bf16_medium(kernels, dstate):
             assert _rel(leaf.grad, ref) < 2e-2, (variant, name)
 
 
-# Decode step (step.py): y and the in-place state update against `mamba1_step_reference`; fp32
-# inputs 1e-5 (the same float32 arithmetic in another order), bf16 inputs 1e-2 (y rounded once).
-STEP_TOL = {torch.float32: 1e-5, torch.bfloat16: 1e-2}
+# Decode step (step.py): y and the in-place state update against `mamba1_step_reference`
+# (accuracy.STEP_TOL).
 
 
 def _step_inputs(b: int, dim: int, n: int, dtype: torch.dtype) -> dict:
-    return {
-        "state": torch.randn(b, dim, n),
-        "x": torch.randn(b, dim, dtype=dtype),
-        "dt": torch.randn(b, dim, dtype=dtype) - 1.0,
-        "A": -torch.rand(dim, n) - 0.1,
-        "Bm": torch.randn(b, n, dtype=dtype),
-        "Cm": torch.randn(b, n, dtype=dtype),
-        "D": torch.randn(dim),
-        "dt_bias": torch.randn(dim) * 0.5,
-    }
+    return step_inputs(dtype, state=(b, dim, n), x=(b, dim), dt=(b, dim), A=(dim, n), BC=(b, n),
+                       D=dim)
 
 
 def _run_step(args: dict, **kw) -> tuple:
@@ -376,12 +367,7 @@ def _run_step(args: dict, **kw) -> tuple:
 @pytest.mark.parametrize(("b", "dim", "n"), [(3, 37, 5), (2, 19, 16)])
 def test_mamba1_step_matches_reference(kernels, dtype, b, dim, n):
     args = _step_inputs(b, dim, n, dtype)
-    y, y_ref, st, st_ref = _run_step(args)
-    assert y.dtype == dtype
-    assert _rel(y, y_ref) < STEP_TOL[dtype]
-    assert _rel(st, st_ref) < 1e-5
-    # the step changed the state, so the state comparison above tests the write-back
-    assert _rel(st, args["state"]) > 1e-3
+    assert_step_matches(_run_step(args), args, dtype)
 
 
 def test_mamba1_step_without_optional_inputs(kernels):

@@ -20,7 +20,7 @@ import inspect
 
 import pytest
 import torch
-from accuracy import run_step
+from accuracy import assert_step_matches, run_step, step_inputs
 from ssd_inputs import BOUND, SHAPE, rel, ssd_inputs
 
 from flopkb.kernelpkg import load_op
@@ -425,22 +425,13 @@ def test_backward_flops_count_the_causal_pairs(kernels):
     )
 
 
-# Decode step (step.py): y and the in-place state update against `mamba2_step_reference`; fp32
-# inputs 1e-5 (the same float32 arithmetic in another order), bf16 inputs 1e-2 (y rounded once).
-STEP_TOL = {torch.float32: 1e-5, torch.bfloat16: 1e-2}
+# Decode step (step.py): y and the in-place state update against `mamba2_step_reference`
+# (accuracy.STEP_TOL).
 
 
 def _step_inputs(b: int, h: int, p: int, n: int, g: int, dtype: torch.dtype) -> dict:
-    return {
-        "state": torch.randn(b, h, p, n),
-        "x": torch.randn(b, h, p, dtype=dtype),
-        "dt": torch.randn(b, h, dtype=dtype) - 1.0,
-        "A": -torch.rand(h) - 0.1,
-        "Bm": torch.randn(b, g, n, dtype=dtype),
-        "Cm": torch.randn(b, g, n, dtype=dtype),
-        "D": torch.randn(h),
-        "dt_bias": torch.randn(h) * 0.5,
-    }
+    return step_inputs(dtype, state=(b, h, p, n), x=(b, h, p), dt=(b, h), A=(h,), BC=(b, g, n),
+                       D=h)
 
 
 def _run_step(args: dict, **kw) -> tuple:
@@ -452,11 +443,7 @@ def _run_step(args: dict, **kw) -> tuple:
 @pytest.mark.parametrize(("b", "h", "p", "n", "g"), [(3, 6, 7, 5, 3), (2, 4, 16, 16, 1)])
 def test_mamba2_step_matches_reference(kernels, dtype, b, h, p, n, g):
     args = _step_inputs(b, h, p, n, g, dtype)
-    y, y_ref, st, st_ref = _run_step(args)
-    assert y.dtype == dtype
-    assert rel(y, y_ref) < STEP_TOL[dtype]
-    assert rel(st, st_ref) < 1e-5
-    assert rel(st, args["state"]) > 1e-3
+    assert_step_matches(_run_step(args), args, dtype)
 
 
 def test_mamba2_step_groups_are_read_per_head(kernels):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from flopkb.evidence import stats
-from flopkb.evidence.measurement import Judgement, Measurement, point_row
+from flopkb.evidence.measurement import Judgement, Measurement, point_row, ratio_of
 from flopkb.evidence.stats import Interval, ratio_interval
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
                                   chunked_ms=t_c.median_ms,
                                   ratio=r.value, ratio_low=r.low, ratio_high=r.high))
     cross = stats.crossover([r["seq_len"] for r in rows],
-                            [Interval(r["ratio"], r["ratio_low"], r["ratio_high"]) for r in rows])
+                            [ratio_of(r) for r in rows])
     plot = {"kind": "lines", "x": "seq_len", "xlabel": "sequence length (fixed tokens)",
             "ylabel": "time (ms)", "series": {"quadratic form": "quadratic_ms",
                                               "chunked": "chunked_ms"},
@@ -67,14 +67,14 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
 
 def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
     c = m.data["crossover"]
-    cross = Interval(c["value"], c["low"], c["high"])
+    cross = Interval.from_dict(c)
     what = "length above which chunked beats quadratic (t_quadratic / t_chunked crosses 1)"
     if mag is not None and mag.kind == "crossover":
         return Judgement(cross, "tokens", what, stats.decide_crossover(cross, mag.low),
                          "crossover interval inside the claimed length x/÷ sqrt 2")
     first, last = m.sweep[0], m.sweep[-1]
-    short = Interval(first["ratio"], first["ratio_low"], first["ratio_high"])
-    long = Interval(last["ratio"], last["ratio_low"], last["ratio_high"])
+    short = ratio_of(first)
+    long = ratio_of(last)
     quad_faster_short = stats.decide_below(short, 1.0 / (1 + stats.QUALITATIVE_MARGIN), margin=0)
     chunk_faster_long = stats.decide_above(long, 1.0)
     if quad_faster_short == "confirmed" and chunk_faster_long == "confirmed":

@@ -6,18 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from flopkb.evidence.measurement import (
-    Judgement,
-    Measurement,
-    judge_ratio,
-    point_row,
-    ratio_of,
-    size_of,
-)
+from flopkb.evidence.measurement import Measurement, point_row, primary_ratio_judge, size_of
 from flopkb.evidence.stats import ratio_interval
 
 if TYPE_CHECKING:
-    from flopkb.model.experiment import Experiment
     from flopkb.verify.context import Context
 
 # The conditions it runs under where a claim row sets none: the declaration's `point`
@@ -120,11 +112,6 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     return Measurement({"primary": rows[0]}, rows, dict(cond), plot)
 
 
-def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment) -> Judgement:
-    p = m.data["primary"]
-    return judge_ratio(
-        ratio_of(p), mag,
-        what=f"t(per-channel decay) / t(per-head decay), chunked, T={p['seq_len']}, "
-        f"N={p['state_dim']}",
-        qualitative=declaration.qualitative_criterion,
-    )
+judge = primary_ratio_judge(
+    lambda p, cond: f"t(per-channel decay) / t(per-head decay), chunked, T={p['seq_len']}, "
+    f"N={p['state_dim']}")

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio, point_row, ratio_of
+from flopkb.evidence.measurement import Measurement, point_row, primary_ratio_judge
 from flopkb.evidence.stats import ratio_interval
 from flopkb.verify.experiments._sweep_points import claim_then
 
 if TYPE_CHECKING:
-    from flopkb.model.experiment import Experiment
     from flopkb.verify.context import Context
 
 DEFAULTS: dict[str, Any] = {"size": 8192}
@@ -85,11 +84,6 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     return Measurement({"primary": primary}, rows, dict(cond), plot)
 
 
-def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment) -> Judgement:
-    p = m.data["primary"]
-    return judge_ratio(
-        ratio_of(p), mag,
-        what=f"t(INT8 emulated on bf16 MMA) / t(native INT8 MMA), same Triton kernel, "
-        f"{p['size']}^3 (vs cuBLASLt: {p.get('ratio_vs_cublaslt') or float('nan'):.2f})",
-        qualitative=declaration.qualitative_criterion,
-    )
+judge = primary_ratio_judge(
+    lambda p, cond: f"t(INT8 emulated on bf16 MMA) / t(native INT8 MMA), same Triton kernel, "
+    f"{p['size']}^3 (vs cuBLASLt: {p.get('ratio_vs_cublaslt') or float('nan'):.2f})")

@@ -21,7 +21,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from flopkb.evidence import stats
-from flopkb.evidence.measurement import Judgement, Measurement, point_row, size_of
+from flopkb.evidence.measurement import Judgement, Measurement, point_row, ratio_of, size_of
 from flopkb.evidence.stats import Interval
 from flopkb.verify.experiments._sweep_points import claim_then
 
@@ -139,7 +139,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
 
 def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment) -> Judgement:
     p = m.data["primary"]
-    measured = Interval(p["ratio"], p["ratio_low"], p["ratio_high"])
+    measured = ratio_of(p)
     return Judgement(
         measured, "x",
         f"SIMT share of softmax attention's forward ({p['attention_simt_share']:.3g}) over "

@@ -109,7 +109,7 @@ def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experi
     sheet = (m.data.get("datasheet") or {}).get("tensor_to_simt_ratio")
     beside = f"; datasheet ratio {sheet:.3g}" if isinstance(sheet, (int, float)) else ""
     return judge_ratio(
-        Interval(r["value"], r["low"], r["high"]), mag,
+        Interval.from_dict(r), mag,
         what=f"bf16 GEMM FLOP/s / FP32 fma-chain FLOP/s{beside}",
         qualitative=declaration.qualitative_criterion,
     )

@@ -69,7 +69,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
 
 def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
     s = m.data["swing_cublas"]
-    measured = Interval(s["value"], s["low"], s["high"])
+    measured = Interval.from_dict(s)
     return Judgement(
         measured, "x",
         f"max/min cuBLAS TFLOP/s over square shapes {cond['size']}±64 (roofline predicts 1.0; "

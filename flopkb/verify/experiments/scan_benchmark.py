@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from flopkb.evidence import stats
-from flopkb.evidence.measurement import Judgement, Measurement, point_row, size_of
+from flopkb.evidence.measurement import Judgement, Measurement, point_row, ratio_of, size_of
 from flopkb.evidence.stats import Interval, ratio_interval
 from flopkb.grammar.magnitude import Magnitude
 from flopkb.verify.errors import ExperimentError
@@ -142,7 +142,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """What `judge` reads beside the sweep: the crossover of t(attention) / t(scan) over L."""
     xs = [r["seq_len"] for r in rows]
-    cross = stats.crossover(xs, [Interval(r["ratio"], r["ratio_low"], r["ratio_high"])
+    cross = stats.crossover(xs, [ratio_of(r)
                                  for r in rows])
     return {"crossover": cross.as_dict()}
 
@@ -185,7 +185,7 @@ def _speedup_range(mag: Magnitude) -> tuple[float, float]:
 def judge(m: Measurement, mag: Any, cond: dict[str, Any]) -> Judgement:
     if mag is not None and mag.kind == "crossover":
         c = m.data["crossover"]
-        cross = Interval(c["value"], c["low"], c["high"])
+        cross = Interval.from_dict(c)
         lo, hi = mag.low / stats.CROSSOVER_FACTOR, mag.low * stats.CROSSOVER_FACTOR
         return Judgement(cross, "tokens",
                          "sequence length where t(attention) / t(fused scan) crosses 1 (scan "

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio, point_row, ratio_of
+from flopkb.evidence.measurement import Measurement, point_row, primary_ratio_judge
 from flopkb.evidence.stats import divide, sum_interval
 from flopkb.verify.experiments import _training
 from flopkb.verify.experiments._sweep_points import claim_then
 
 if TYPE_CHECKING:
-    from flopkb.model.experiment import Experiment
     from flopkb.verify.context import Context
 
 DEFAULTS: dict[str, Any] = {"d_model": 2048, "state_dim": 16, "tokens": 16384, "seq_len": 4096,
@@ -124,12 +123,10 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     return Measurement({"primary": rows[0], "pass": primary_pass}, rows, dict(cond), plot)
 
 
-def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment) -> Judgement:
-    p = m.data["primary"]
+def _what(p: dict[str, Any], cond: dict[str, Any]) -> str:
     fwd = (f"; forward only {p['forward_ratio']:.2f}x" if "forward_ratio" in p else "")
-    return judge_ratio(
-        ratio_of(p), mag,
-        what=f"t(Mamba-1 layer) / t(MLP layer), {cond['pass']}, d={cond['d_model']}, "
-        f"N={p['state_dim']}{fwd}",
-        qualitative=declaration.qualitative_criterion,
-    )
+    return (f"t(Mamba-1 layer) / t(MLP layer), {cond['pass']}, d={cond['d_model']}, "
+            f"N={p['state_dim']}{fwd}")
+
+
+judge = primary_ratio_judge(_what)

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio, point_row, ratio_of
+from flopkb.evidence.measurement import Measurement, point_row, primary_ratio_judge
 from flopkb.evidence.stats import ratio_interval
 from flopkb.verify.experiments._sweep_points import claim_point_then_sweeps
 
 if TYPE_CHECKING:
-    from flopkb.model.experiment import Experiment
     from flopkb.verify.context import Context
 
 # State sizes swept beside the claim's own.
@@ -88,12 +87,6 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     return Measurement({"primary": rows[0]}, rows, dict(cond), plot)
 
 
-def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment) -> Judgement:
-    p = m.data["primary"]
-
-    return judge_ratio(
-        ratio_of(p), mag,
-        what=f"t(scan schedule) / t(chunked schedule), same SSD math, T={p['seq_len']}, "
-        f"N={p['state_dim']}",
-        qualitative=declaration.qualitative_criterion,
-    )
+judge = primary_ratio_judge(
+    lambda p, cond: f"t(scan schedule) / t(chunked schedule), same SSD math, T={p['seq_len']}, "
+    f"N={p['state_dim']}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from flopkb.evidence import stats
-from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio, point_row
+from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio, point_row, ratio_of
 from flopkb.evidence.stats import Interval, ratio_interval
 from flopkb.verify.errors import ExperimentError
 from flopkb.verify.experiments import _training
@@ -83,7 +83,7 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
                 row.update(_training_point(ctx, ssd, att, shape, qkv))
             rows.append(row)
     xs = [r["seq_len"] for r in rows]
-    ratios = [Interval(r["ratio"], r["ratio_low"], r["ratio_high"]) for r in rows]
+    ratios = [ratio_of(r) for r in rows]
     cross = stats.crossover(xs, ratios)
     plot = {"kind": "lines", "x": "seq_len", "xlabel": "sequence length (fixed tokens)",
             "ylabel": "time (ms)", "series": {"FlashAttention-2 (SDPA flash)": "attention_ms",
@@ -122,7 +122,7 @@ def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experi
     rows = m.sweep
     if mag is not None and mag.kind == "crossover":
         c = m.data["crossover"]
-        cross = Interval(c["value"], c["low"], c["high"])
+        cross = Interval.from_dict(c)
         verdict = stats.decide_crossover(cross, mag.low)
         lo, hi = mag.low / stats.CROSSOVER_FACTOR, mag.low * stats.CROSSOVER_FACTOR
         return Judgement(cross, "tokens",
@@ -136,7 +136,7 @@ def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experi
     if row is None:
         raise ExperimentError(f"length {at} is not in the sweep {[r['seq_len'] for r in rows]}")
     return judge_ratio(
-        Interval(row["ratio"], row["ratio_low"], row["ratio_high"]), mag,
+        ratio_of(row), mag,
         what=f"t(attention) / t(SSD) at T={at}",
         qualitative=declaration.qualitative_criterion,
     )

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio, point_row, ratio_of
+from flopkb.evidence.measurement import Measurement, point_row, primary_ratio_judge
 from flopkb.evidence.stats import ratio_interval
 from flopkb.verify.experiments import _training
 from flopkb.verify.experiments._cpu_checks import check_layer_scan
 from flopkb.verify.experiments._sweep_points import claim_point_then_sweeps
 
 if TYPE_CHECKING:
-    from flopkb.model.experiment import Experiment
     from flopkb.verify.context import Context
 
 # State sizes swept beside the claim's own.
@@ -97,10 +96,5 @@ def _training_row(ctx: Context, cond: dict[str, Any], ssd: Any, scan: Any,
                      ratio_low=r.low, ratio_high=r.high)
 
 
-def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experiment) -> Judgement:
-    p = m.data["primary"]
-    return judge_ratio(
-        ratio_of(p), mag,
-        what=f"t(selective scan) / t(SSD chunked), T={p['seq_len']}, N={p['state_dim']}",
-        qualitative=declaration.qualitative_criterion,
-    )
+judge = primary_ratio_judge(
+    lambda p, cond: f"t(selective scan) / t(SSD chunked), T={p['seq_len']}, N={p['state_dim']}")

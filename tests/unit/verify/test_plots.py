@@ -191,7 +191,7 @@ def test_a_run_draws_one_picture_per_claim_named_like_its_evidence(tmp_path: Pat
     target = Target(CROSSOVER.claim, cls, row, parse_magnitude(row.magnitude))
     session = Session(kb, tmp_path, "h200-sxm", {"gpu": "NVIDIA H200"}, "flopkb verify --gpu")
     m = CROSSOVER.measured
-    judgement = Judgement(Interval(m["value"], m["low"], m["high"]), m["unit"], m["what"],
+    judgement = Judgement(Interval.from_dict(m), m["unit"], m["what"],
                           "refuted", CROSSOVER.criterion)
     entry = {"m": Measurement({}, ROWS, {}, SPEC), "combo": {}, "timings": {}, "checks": [],
              "described": {}, "notes": [], "duration": 1.0, "rounds": []}

@@ -11,6 +11,7 @@ from flopkb.kb import KnowledgeBase, load_kb
 from flopkb.kernelpkg import load_op
 from flopkb.paths import bundled_root
 from flopkb.verify.context import Context, PeerUnavailable
+from tests.unit.verify.test_serving import TINY as BUILT
 from tests.unit.verify.test_serving import tiny
 
 build, prefill, decode, impls = (load_op("layers", n) for n in ("_build", "prefill", "decode",
@@ -22,12 +23,11 @@ def kb() -> KnowledgeBase:
     return load_kb(bundled_root())[0]
 
 
-# odd sizes; Samba's window 8 under the prompt of 19 and the decode context of 11
+# odd sizes: test_serving's tiny Samba and Nemotron-H at width 24; Samba's window 8 under the
+# prompt of 19 and the decode context of 11
 TINY = {
-    "samba-1-7b": dict(d_model=24, attention_heads=4, kv_heads=2, sliding_window=8, mlp_size=20,
-                       ssm_state_size=5, ssm_dt_rank=3),
-    "nemotron-h-8b": dict(d_model=24, attention_heads=4, kv_heads=2, head_dim=8, mlp_size=20,
-                          ssm_heads=4, ssm_head_dim=8, ssm_state_size=5, ssm_groups=2),
+    **{aid: {**BUILT[aid], "d_model": 24, "mlp_size": 20}
+       for aid in ("samba-1-7b", "nemotron-h-8b")},
     "kimi-linear-48b-a3b": dict(d_model=24, attention_heads=4, kv_lora_rank=16,
                                 qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=8,
                                 experts=7, experts_per_token=2, shared_experts=1,

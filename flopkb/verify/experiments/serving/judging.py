@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from flopkb.architecture.serving import interval_of
 from flopkb.evidence.measurement import Judgement, Measurement, judge_ratio
+from flopkb.evidence.stats import Interval
 from flopkb.verify.errors import ExperimentError
 
 if TYPE_CHECKING:
@@ -73,7 +73,7 @@ def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experi
     if name not in readings:
         raise ExperimentError(f"the measurement has no {name!r} reading")
     r = readings[name]
-    ratio = interval_of(r["ratio"])
+    ratio = Interval.from_dict(r["ratio"])
     roof = (m.data.get("roofline") or {}).get(name)
     if roof is not None and ratio.value > ROOFLINE_SLACK * roof:  # type: ignore[operator]
         raise ExperimentError(
@@ -103,7 +103,7 @@ def judge(m: Measurement, mag: Any, cond: dict[str, Any], *, declaration: Experi
     notes.extend(_stacked_notes(m.data.get("stacked") or {}))
     default = (m.data.get("default_readings") or {}).get(name)
     if default is not None and j.verdict in ("confirmed", "refuted"):
-        d = judge_ratio(interval_of(default), mag, what=what, qualitative=qualitative)
+        d = judge_ratio(Interval.from_dict(default), mag, what=what, qualitative=qualitative)
         if {d.verdict, j.verdict} == {"confirmed", "refuted"}:
             notes.append(f"implementation-sensitive: every layer at its default implementation "
                          f"reads {default['value']:.3g}x, {d.verdict}")
