@@ -212,17 +212,10 @@ def stale_evidence(kb) -> list[Staleness]:
 
 
 def fresh_claims(kb, accelerator: str | None) -> set[str]:
-    """Claims whose newest evidence on `accelerator` still describes the KB: its kernels and its
-    experiment's judge revision unchanged since it was written (`verify --stale` runs the rest)."""
+    """Claims whose newest evidence on `accelerator` still describes the KB (not in
+    `stale_evidence`) and names an experiment the KB declares: `verify --stale` runs the rest."""
+    stale = {s.evidence for s in stale_evidence(kb)}
     catalogue = kb.catalogue()
-    cache: dict[str, dict[str, str]] = {}
-    digests: dict[Path, str] = {}
-    fresh: set[str] = set()
-    for (claim, acc), ev in latest(kb).items():
-        if claim is None or acc != accelerator or not catalogue.exists(ev.experiment):
-            continue
-        if ev.experiment not in cache:
-            cache[ev.experiment] = current_hashes(kb.root, catalogue.get(ev.experiment), digests)
-        if staleness(catalogue, ev, cache[ev.experiment]) is None:
-            fresh.add(claim)
-    return fresh
+    return {claim for (claim, acc), ev in latest(kb).items()
+            if claim is not None and acc == accelerator and ev.id not in stale
+            and catalogue.exists(ev.experiment)}
