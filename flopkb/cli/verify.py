@@ -226,10 +226,10 @@ def verify(
         close = difflib.get_close_matches(record, sorted(kb.classes), n=3)
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
         fail(f"no class record {record!r} in the KB at {root}{hint}")
-    if stale and not gpu:
-        fail("--stale picks the claims to time again on this GPU: it needs --gpu")
     skip: set[str] = set()
     if stale:
+        if not gpu:
+            fail("--stale picks the claims to time again on this GPU: it needs --gpu")
         if not execute.gpu_available():
             fail(NO_GPU)
         skip = fresh_claims(kb, execute.gpu_accelerator(kb))
