@@ -4,14 +4,12 @@ answers Mamba's `fwd`/`bwd` calls through the PyTorch reference."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.scripts import load_script
 
 FAKE_PEER = '''
 import torch
@@ -33,11 +31,7 @@ def bwd(u, delta, A, B, C, D, z, bias, dout, x, out, dz, softplus, recompute):
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("kernels_scan_bwd",
-                                                  ROOT / "bench" / "kernels_scan_bwd.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench/kernels_scan_bwd.py")
 
 
 def _run(tmp_path, monkeypatch, *extra: str) -> dict:

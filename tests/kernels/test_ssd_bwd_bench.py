@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 import torch
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "kernels_ssd_bwd.py"
+from tests.scripts import load_script
 
 
 @pytest.fixture
 def bench(kernels):
-    spec = importlib.util.spec_from_file_location("kernels_ssd_bwd", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench/kernels_ssd_bwd.py")
 
 
 class _RefusingBackward(torch.autograd.Function):

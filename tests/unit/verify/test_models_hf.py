@@ -5,7 +5,6 @@ fast-path resolver reads what a wrapper runs, and the script's --cpu-smoke run w
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
 import subprocess
 import sys
@@ -16,12 +15,10 @@ import pytest
 
 from flopkb.kb import KnowledgeBase, load_kb
 from flopkb.paths import bundled_root
+from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[3]
-SPEC = importlib.util.spec_from_file_location("models_hf", ROOT / "bench" / "models_hf.py")
-assert SPEC is not None and SPEC.loader is not None
-mh = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(mh)
+mh = load_script("bench/models_hf.py")
 
 
 @pytest.fixture(scope="module")

@@ -3,14 +3,13 @@ input (the committed evidence's rows, redrawn by tools/replot_evidence.py)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from flopkb.verify.experiments import partition_sim
+from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[3]
 EVIDENCE = ROOT / "records/evidence"
@@ -24,14 +23,7 @@ def test_patterns_number_the_bit_patterns_per_input() -> None:
 
 
 def _replot() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "replot_evidence", ROOT / "tools/replot_evidence.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("tools/replot_evidence.py")
 
 
 def test_the_committed_d2_evidence_is_drawn(tmp_path: Path) -> None:

@@ -3,7 +3,6 @@ bars, crossovers marked, plain log ticks, searchable SVG text."""
 
 from __future__ import annotations
 
-import importlib.util
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -20,8 +19,8 @@ from flopkb.kb import load_files
 from flopkb.paths import bundled_root
 from flopkb.verify import plots
 from flopkb.verify.plots import ClaimView
+from tests.scripts import load_script
 
-ROOT = Path(__file__).resolve().parents[3]
 LENGTHS = [512, 1024, 2048, 4096, 8192, 16384]
 # attention time grows ~T, SSD stays flat: they cross near 620 tokens
 ROWS = [
@@ -136,12 +135,7 @@ def test_svg_text_is_searchable(tmp_path: Path) -> None:
 
 
 def _replot_module() -> Any:
-    spec = importlib.util.spec_from_file_location("replot_evidence",
-                                                  ROOT / "tools" / "replot_evidence.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("tools/replot_evidence.py")
 
 
 def test_every_committed_evidence_with_a_sweep_can_be_replotted(tmp_path: Path) -> None:
