@@ -13,11 +13,11 @@ import gc
 import multiprocessing
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from yaml.nodes import Node
 
@@ -47,6 +47,8 @@ from flopkb.model import (
     SourceRecord,
 )
 
+T = TypeVar("T")
+
 
 @dataclass
 class KnowledgeBase:
@@ -67,25 +69,31 @@ class KnowledgeBase:
     duplicates: list[tuple[str, str, str]] = field(default_factory=list)
     limits: Limits = field(default_factory=Limits)
     _nodes: dict[str, Locator] = field(default_factory=dict, repr=False)
-    _kinds: tuple[int, int, dict[type, dict[str, Any]]] | None = field(default=None, repr=False)
-    _implausible: tuple[int, int, dict[str, tuple[str, str]]] | None = field(
-        default=None, repr=False
+    # name -> ((id, len) of `records`, value): see `per_state`
+    _per_state: dict[str, tuple[tuple[int, int], Any]] = field(
+        default_factory=dict, repr=False, compare=False
     )
-    _untrusted: tuple[int, int, dict[str, list[Problem]]] | None = field(default=None,
-                                                                         repr=False)
-    # pooled verdicts per state of `records` (flopkb.evidence.pooled keeps it here)
-    _pooled_cache: Any = field(default=None, repr=False, compare=False)
     _catalogue: Catalogue | None = field(default=None, repr=False, compare=False)
+
+    def per_state(self, name: str, compute: Callable[[], T]) -> T:
+        """`compute()`, computed once per state of `records` (the same dict, as many records) and
+        kept under `name`: checks, queries and pooling ask for these values many times over."""
+        key = (id(self.records), len(self.records))
+        held = self._per_state.get(name)
+        if held is None or held[0] != key:
+            held = (key, compute())
+            self._per_state[name] = held
+        return held[1]
+
+    def _by_type(self) -> dict[type, dict[str, Any]]:
+        by_type: dict[type, dict[str, Any]] = {}
+        for rid, record in self.records.items():
+            by_type.setdefault(type(record), {})[rid] = record
+        return by_type
 
     def _of(self, cls: type) -> dict[str, Any]:
         # Checks ask for `kb.classes` etc. many times: index by type once per state of `records`.
-        key = (id(self.records), len(self.records))
-        if self._kinds is None or self._kinds[:2] != key:
-            by_type: dict[type, dict[str, Any]] = {}
-            for rid, record in self.records.items():
-                by_type.setdefault(type(record), {})[rid] = record
-            self._kinds = (*key, by_type)
-        return self._kinds[2].get(cls, {})
+        return self.per_state("by_type", self._by_type).get(cls, {})
 
     @property
     def classes(self) -> dict[str, ClassRecord]:
@@ -115,10 +123,7 @@ class KnowledgeBase:
         """evidence id -> (kind, why) for evidence whose timestamp cannot be true (in the future,
         or before its accelerator existed): it never gives a claim's latest verdict
         (`flopkb.evidence.plausibility`). Computed once per state of `records`."""
-        key = (id(self.records), len(self.records))
-        if self._implausible is None or self._implausible[:2] != key:
-            self._implausible = (*key, implausible_evidence(self))
-        return self._implausible[2]
+        return self.per_state("implausible", lambda: implausible_evidence(self))
 
     def catalogue(self) -> Catalogue:
         """The experiments this KB sees (`flopkb.evidence.catalogue.for_kb`), read once per KB
@@ -132,10 +137,7 @@ class KnowledgeBase:
         """evidence id -> the `flopkb.evidence.rederive.Problem`s of evidence whose verdict does not
         re-derive from its stored numbers: it never gives or backs a verdict. Computed once per
         state of `records`."""
-        key = (id(self.records), len(self.records))
-        if self._untrusted is None or self._untrusted[:2] != key:
-            self._untrusted = (*key, untrusted(self))
-        return self._untrusted[2]
+        return self.per_state("untrusted", lambda: untrusted(self))
 
     def claims(self) -> Iterator[tuple[str, ClassRecord, HardwareParameter]]:
         """Every claim as (global id `<record>/<row>`, its class record, its row)."""

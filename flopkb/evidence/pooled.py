@@ -189,12 +189,7 @@ def pooled(kb: Any, claim: str | None = None,
     leaves the figures out: validate's rules ask for verdicts only). Without `keep`, computed
     once per state of `kb.records` (graph queries ask per claim), figures included."""
     if keep is None:
-        key = (id(kb.records), len(kb.records))
-        cached = getattr(kb, "_pooled_cache", None)
-        if cached is None or cached[0] != key:
-            cached = (key, _pool_all(kb, None, figures=True))
-            kb._pooled_cache = cached
-        every = cached[1]
+        every = kb.per_state("pooled", lambda: _pool_all(kb, None, figures=True))
     else:
         every = _pool_all(kb, keep, figures=False)
     if claim is None:
