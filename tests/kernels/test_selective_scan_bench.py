@@ -9,8 +9,6 @@ import sys
 
 import pytest
 
-from tests.scripts import load_script
-
 FAKE_PEER = '''
 import torch
 from flopkb_kernels.selective_scan.reference import selective_scan_reference as ref
@@ -31,7 +29,9 @@ def bwd(u, delta, A, B, C, D, z, bias, dout, x, out, dz, softplus, recompute):
 
 
 def _bench():
-    return load_script("bench/kernels_scan_bwd.py")
+    from bench import kernels_scan_bwd
+
+    return kernels_scan_bwd
 
 
 def _run(tmp_path, monkeypatch, *extra: str) -> dict:

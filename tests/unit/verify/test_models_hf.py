@@ -13,12 +13,11 @@ from types import SimpleNamespace
 
 import pytest
 
+from bench import models_hf as mh
 from flopkb.kb import KnowledgeBase, load_kb
 from flopkb.paths import bundled_root
-from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[3]
-mh = load_script("bench/models_hf.py")
 
 
 @pytest.fixture(scope="module")

@@ -4,12 +4,11 @@ input (the committed evidence's rows, redrawn by tools/replot_evidence.py)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from flopkb.verify.experiments import partition_sim
-from tests.scripts import load_script
+from tools import replot_evidence
 
 ROOT = Path(__file__).resolve().parents[3]
 EVIDENCE = ROOT / "records/evidence"
@@ -22,13 +21,9 @@ def test_patterns_number_the_bit_patterns_per_input() -> None:
     assert [r["pattern"] for r in partition_sim.with_patterns(rows)] == [1, 2, 1, 1]
 
 
-def _replot() -> Any:
-    return load_script("tools/replot_evidence.py")
-
-
 def test_the_committed_d2_evidence_is_drawn(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
-    [written] = _replot().replot([D2], tmp_path)
+    [written] = replot_evidence.replot([D2], tmp_path)
     assert written.name == D2.stem + ".png" and written.read_bytes()[:4] == b"\x89PNG"
     # and the picture is committed beside it, as docs/results.md says of every evidence record
     assert (D2.parent / written.name).is_file()

@@ -19,7 +19,7 @@ from flopkb.kb import load_files
 from flopkb.paths import bundled_root
 from flopkb.verify import plots
 from flopkb.verify.plots import ClaimView
-from tests.scripts import load_script
+from tools import replot_evidence as replot
 
 LENGTHS = [512, 1024, 2048, 4096, 8192, 16384]
 # attention time grows ~T, SSD stays flat: they cross near 620 tokens
@@ -134,15 +134,10 @@ def test_svg_text_is_searchable(tmp_path: Path) -> None:
         assert wanted in text
 
 
-def _replot_module() -> Any:
-    return load_script("tools/replot_evidence.py")
-
-
 def test_every_committed_evidence_with_a_sweep_can_be_replotted(tmp_path: Path) -> None:
     from flopkb.verify.experiments.serving import picture as serving_picture
     from flopkb.verify.record import jsonable
 
-    replot = _replot_module()
     paths = sorted((bundled_root() / "records" / "evidence").glob("ev-*.yaml"))
     kb, findings = load_files(paths)
     assert not findings

@@ -17,7 +17,7 @@ from flopkb.kernelpkg import load_op
 from flopkb.paths import bundled_root
 from flopkb.verify.context import Context
 from flopkb.verify.experiments import serving
-from tests.scripts import load_script
+from tools import replot_evidence as replot
 
 # the timed sublayers (kernels/layers/): shared builders, prefill, decode
 build, prefill, decode = (load_op("layers", name) for name in ("_build", "prefill", "decode"))
@@ -398,13 +398,11 @@ def test_the_picture_shows_the_merged_rounds_not_the_first(kb: KnowledgeBase) ->
 def test_a_committed_serving_record_is_drawn_by_replot(tmp_path) -> None:
     # the committed serving evidence stored no plot: replot builds it with the experiment's own
     # function from the record's data and sweep
-
     from flopkb.kb import load_files
     from flopkb.verify.experiments.serving import picture
 
     pytest.importorskip("matplotlib")
     root = bundled_root()
-    replot = load_script("tools/replot_evidence.py")
     path = root / "records/evidence/ev-samba--prompt-throughput-h200-sxm-20261204t182102z.yaml"
     kb, _ = load_files([path])
     [ev] = kb.evidence.values()
