@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 from flopkb.architecture.layer_floor import layer_work
 from flopkb.architecture.serving import layer_counts
+from flopkb.architecture.show import hardware_values
 from flopkb.evidence.measurement import Measurement
 from flopkb.evidence.stats import Interval
+from flopkb.hardware.model import HardwareModel
 from flopkb.verify.errors import ExperimentError, PeerUnavailable
 
 from .compose import SIDES, LayerTimes, batches, build, setup
@@ -24,6 +26,9 @@ if TYPE_CHECKING:
 RUN_STACKED = True
 # check shapes: a few sequences, contexts that cross a block edge, the window plus some
 CHECK_BATCH, CHECK_TOKENS, CHECK_SSD_TOKENS = 2, 45, 300
+# A GPU holds its part's memory when it reports at least this share of the datasheet figure (an
+# H100 80GB reports 85.0e9 bytes for "80 GB", an H200 150.1e9 for "141 GB": both above 0.9).
+MEMORY_SHARE = 0.9
 
 
 def _check_tokens(arch: Any, kind: str, phase: str, tokens: int) -> int:
@@ -164,6 +169,39 @@ def stacked_figure(ctx: Context, arch: Any, phase: str, batch: int, tokens: int,
             "ratio": st.stacked_ms / st.composed_ms if st.composed_ms else None, "how": st.how}
 
 
+def fit_readings(s: dict[str, Any], per_reading: dict[str, dict[str, int]],
+                 declared_gb: float | None, gpu_bytes: int, gpu_part: str | None
+                 ) -> tuple[dict[str, dict[str, int]], str | None]:
+    """The readings this GPU can hold, and a note on those left out. A memory-limited reading runs
+    each model at the largest batch that fits the declared `accelerator` (h200-sxm unless the
+    declaration names another; `memory_limited_<N>gb` on N GB); on a smaller GPU those batches are
+    no deployment it could serve, and one layer's cache alone can outgrow it (Nemotron-H's
+    attention KV at batch 110 and 66K context is 27.7 GiB: an H100 ran out of memory there). The
+    judged reading left out is a refusal, said before anything is timed."""
+    here = f"{gpu_part} ({gpu_bytes / 1e9:.0f} GB)" if gpu_part else \
+        f"this GPU ({gpu_bytes / 1e9:.0f} GB)"
+
+    def sized_for(name: str) -> tuple[str, float | None]:
+        if name == "memory_limited":
+            return s["accelerator"] + (f" ({declared_gb:g} GB)" if declared_gb else ""), declared_gb
+        gb = float(name.removeprefix("memory_limited_").removesuffix("gb"))
+        return f"{gb:g} GB", gb
+
+    too_big = {name: sized_for(name)[0] for name in per_reading
+               if name.startswith("memory_limited")
+               and (sized_for(name)[1] or 0) * 1e9 * MEMORY_SHARE > gpu_bytes}
+    if s["reading"] in too_big:
+        raise ExperimentError(
+            f"the {s['reading']} reading is sized for {too_big[s['reading']]} and cannot run on "
+            f"{here}: run it on {s['accelerator']}, or on this GPU with a copy of the experiment "
+            "whose point declares `accelerator:` as this GPU's part")
+    if not too_big:
+        return per_reading, None
+    kept = {name: sides for name, sides in per_reading.items() if name not in too_big}
+    return kept, "left out on " + here + ": " + ", ".join(
+        f"the {name} reading (sized for {what})" for name, what in too_big.items())
+
+
 def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     """Time every declared implementation of each layer type of both architectures at the
     claim's shapes (GPU); compose the fastest correct one per layer."""
@@ -172,6 +210,15 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     table = ctx.load("layers", "impls")
     s = setup(cond)
     per_reading = batches(s, ctx.kb)
+    if ctx.device.type == "cuda":
+        import torch
+
+        declared = hardware_values(HardwareModel(ctx.kb), s["accelerator"], "bf16")
+        per_reading, left_out = fit_readings(
+            s, per_reading, declared["memory_capacity"],
+            torch.cuda.get_device_properties(ctx.device).total_memory, ctx.accelerator)
+        if left_out:
+            ctx.notes.append(left_out)
     times: dict[str, Any] = {}
     stacked: dict[str, Any] = {}
     for side, key in SIDES:
