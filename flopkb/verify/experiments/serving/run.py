@@ -210,7 +210,8 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     table = ctx.load("layers", "impls")
     s = setup(cond)
     per_reading = batches(s, ctx.kb)
-    if ctx.device.type == "cuda":
+    # only where a memory-limited reading exists: batches() then read the part's record already
+    if ctx.device.type == "cuda" and any(n.startswith("memory_limited") for n in per_reading):
         import torch
 
         declared = hardware_values(HardwareModel(ctx.kb), s["accelerator"], "bf16")
