@@ -14,6 +14,7 @@ from flopkb.kb import KnowledgeBase, load_kb
 from flopkb.paths import bundled_root
 from flopkb.verify.errors import ExperimentError
 from flopkb.verify.experiments import serving
+from flopkb.verify.experiments.serving.compose import memory_sizes
 from flopkb.verify.experiments.serving.run import fit_readings
 
 # total memory (bytes) as torch reports it on the lent H100 and H200 (the machine fingerprints of
@@ -27,7 +28,8 @@ def kb() -> KnowledgeBase:
     return kb
 
 
-def nemotron(kb: KnowledgeBase, also_memory_limited: bool = False, **over) -> tuple[dict, dict]:
+def nemotron(kb: KnowledgeBase, also_memory_limited: bool = False, **over
+             ) -> tuple[dict, dict, dict]:
     module = hooks.experiment_module(catalogue.for_kb(bundled_root()).get("serving-nemotron-h"),
                                      bundled_root())
     row = next(r for r in kb.classes["nemotron-h"].flop.hardware_parameters
@@ -35,19 +37,19 @@ def nemotron(kb: KnowledgeBase, also_memory_limited: bool = False, **over) -> tu
     cond, _ = resolve(module.DEFAULTS, {**dict(row.conditions or {}), **over})
     s = serving.setup(cond)
     s["also_memory_limited"] = also_memory_limited
-    return s, serving.batches(s, kb)
+    return cond, s, serving.batches(s, kb)
 
 
 def test_the_declared_part_runs_every_reading(kb: KnowledgeBase) -> None:
-    s, per = nemotron(kb)
+    _, s, per = nemotron(kb)
     assert s["accelerator"] == "h200-sxm"
-    assert fit_readings(s, per, 141.0, H200_BYTES, "h200-sxm") == (per, None)
+    assert fit_readings(s, per, memory_sizes(s, kb), H200_BYTES, "h200-sxm") == (per, None)
 
 
 def test_a_smaller_gpu_refuses_the_judged_memory_limited_reading(kb: KnowledgeBase) -> None:
-    s, per = nemotron(kb)
+    _, s, per = nemotron(kb)
     with pytest.raises(ExperimentError) as err:
-        fit_readings(s, per, 141.0, H100_BYTES, "h100-sxm")
+        fit_readings(s, per, memory_sizes(s, kb), H100_BYTES, "h100-sxm")
     text = str(err.value)
     assert "sized for h200-sxm (141 GB)" in text and "h100-sxm (85 GB)" in text
     assert "declares `accelerator:`" in text
@@ -55,22 +57,22 @@ def test_a_smaller_gpu_refuses_the_judged_memory_limited_reading(kb: KnowledgeBa
 
 def test_a_shown_reading_too_big_for_the_gpu_is_left_out_with_a_note(kb: KnowledgeBase) -> None:
     # judged at equal batch, the memory-limited readings beside it
-    s, per = nemotron(kb, reading="equal_batch", also_memory_limited=True)
+    _, s, per = nemotron(kb, reading="equal_batch", also_memory_limited=True)
     assert {"equal_batch", "memory_limited", "memory_limited_80gb"} <= set(per)
-    kept, note = fit_readings(s, per, 141.0, H100_BYTES, "h100-sxm")
+    kept, note = fit_readings(s, per, memory_sizes(s, kb), H100_BYTES, "h100-sxm")
     # the 80 GB control fits the H100; the H200-sized reading does not
     assert set(kept) == {"equal_batch", "memory_limited_80gb"}
     assert note == ("left out on h100-sxm (85 GB): the memory_limited reading (sized for h200-sxm "
                     "(141 GB))")
-    kept, note = fit_readings(s, per, 141.0, CARD_48GB, None)
+    kept, note = fit_readings(s, per, memory_sizes(s, kb), CARD_48GB, None)
     assert set(kept) == {"equal_batch"} and note.startswith("left out on this GPU (48 GB)")
     assert "memory_limited_80gb reading (sized for 80 GB)" in note
 
 
 def test_equal_batch_readings_run_anywhere(kb: KnowledgeBase) -> None:
-    s, per = nemotron(kb, reading="equal_batch")
+    _, s, per = nemotron(kb, reading="equal_batch")
     assert set(per) == {"equal_batch"}
-    assert fit_readings(s, per, 141.0, CARD_48GB, None) == (per, None)
+    assert fit_readings(s, per, memory_sizes(s, kb), CARD_48GB, None) == (per, None)
 
 
 def test_measure_refuses_before_timing_on_a_smaller_gpu(kb: KnowledgeBase, monkeypatch) -> None:
@@ -87,7 +89,7 @@ def test_measure_refuses_before_timing_on_a_smaller_gpu(kb: KnowledgeBase, monke
     monkeypatch.setattr(torch.cuda, "get_device_properties",
                         lambda device: SimpleNamespace(total_memory=H100_BYTES))
     monkeypatch.setattr(ctx, "time", lambda label, *a, **k: timed.append(label))
-    s, _ = nemotron(kb)
+    cond, _, _ = nemotron(kb)
     with pytest.raises(ExperimentError, match="sized for h200-sxm"):
-        serving.measure(ctx, s)
+        serving.measure(ctx, cond)
     assert timed == []

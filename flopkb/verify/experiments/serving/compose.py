@@ -83,17 +83,38 @@ def setup(cond: dict[str, Any]) -> dict[str, Any]:
     return s
 
 
+def _memory_limited(s: dict[str, Any]) -> bool:
+    return s["reading"] == "memory_limited" or bool(s.get("also_memory_limited"))
+
+
+def _control(gb: float) -> str:
+    return f"memory_limited_{gb:g}gb"
+
+
 def batches(s: dict[str, Any], kb: Any) -> dict[str, dict[str, int]]:
     """reading -> side -> batch. `memory_limited`: each model's largest batch on `accelerator`;
     with `control_memory_gb`, the same rule on that much memory (`memory_limited_<N>gb`)."""
     out = {"equal_batch": {"model": s["batch"], "baseline": s["batch"]}}
-    if s["reading"] == "memory_limited" or s.get("also_memory_limited"):
+    if _memory_limited(s):
         hw = hardware_values(HardwareModel(kb), s["accelerator"], "bf16")
         out["memory_limited"] = _largest_batches(s, kb, hw)
         if s.get("control_memory_gb"):
             capped = {**hw, "memory_capacity": float(s["control_memory_gb"])}
-            out[f"memory_limited_{s['control_memory_gb']:g}gb"] = _largest_batches(s, kb, capped)
+            out[_control(s["control_memory_gb"])] = _largest_batches(s, kb, capped)
     return out
+
+
+def memory_sizes(s: dict[str, Any], kb: Any) -> dict[str, tuple[str, float | None]]:
+    """reading -> (what its batches are sized for, GB; None where the part states no memory),
+    for the memory-limited readings `batches` makes."""
+    if not _memory_limited(s):
+        return {}
+    gb = hardware_values(HardwareModel(kb), s["accelerator"], "bf16")["memory_capacity"]
+    sizes = {"memory_limited": (s["accelerator"] + (f" ({gb:g} GB)" if gb else ""), gb)}
+    if s.get("control_memory_gb"):
+        control = float(s["control_memory_gb"])
+        sizes[_control(control)] = (f"{control:g} GB", control)
+    return sizes
 
 
 def _largest_batches(s: dict[str, Any], kb: Any, hw: Any) -> dict[str, int]:

@@ -9,13 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 from flopkb.architecture.layer_floor import layer_work
 from flopkb.architecture.serving import layer_counts
-from flopkb.architecture.show import hardware_values
 from flopkb.evidence.measurement import Measurement
 from flopkb.evidence.stats import Interval
-from flopkb.hardware.model import HardwareModel
 from flopkb.verify.errors import ExperimentError, PeerUnavailable
 
-from .compose import SIDES, LayerTimes, batches, build, setup
+from .compose import SIDES, LayerTimes, batches, build, memory_sizes, setup
 
 if TYPE_CHECKING:
     from flopkb.verify.context import Context
@@ -170,35 +168,26 @@ def stacked_figure(ctx: Context, arch: Any, phase: str, batch: int, tokens: int,
 
 
 def fit_readings(s: dict[str, Any], per_reading: dict[str, dict[str, int]],
-                 declared_gb: float | None, gpu_bytes: int, gpu_part: str | None
-                 ) -> tuple[dict[str, dict[str, int]], str | None]:
-    """The readings this GPU can hold, and a note on those left out. A memory-limited reading runs
-    each model at the largest batch that fits the declared `accelerator` (h200-sxm unless the
-    declaration names another; `memory_limited_<N>gb` on N GB); on a smaller GPU those batches are
-    no deployment it could serve, and one layer's cache alone can outgrow it (Nemotron-H's
-    attention KV at batch 110 and 66K context is 27.7 GiB: an H100 ran out of memory there). The
-    judged reading left out is a refusal, said before anything is timed."""
-    here = f"{gpu_part} ({gpu_bytes / 1e9:.0f} GB)" if gpu_part else \
-        f"this GPU ({gpu_bytes / 1e9:.0f} GB)"
-
-    def sized_for(name: str) -> tuple[str, float | None]:
-        if name == "memory_limited":
-            return s["accelerator"] + (f" ({declared_gb:g} GB)" if declared_gb else ""), declared_gb
-        gb = float(name.removeprefix("memory_limited_").removesuffix("gb"))
-        return f"{gb:g} GB", gb
-
-    too_big = {name: sized_for(name)[0] for name in per_reading
-               if name.startswith("memory_limited")
-               and (sized_for(name)[1] or 0) * 1e9 * MEMORY_SHARE > gpu_bytes}
+                 sizes: dict[str, tuple[str, float | None]], gpu_bytes: int,
+                 gpu_part: str | None) -> tuple[dict[str, dict[str, int]], str | None]:
+    """The readings this GPU can hold, and a note on those left out. `sizes` (`memory_sizes`): what
+    each memory-limited reading's batches are sized for, the declared `accelerator` (h200-sxm
+    unless the declaration names another) or N GB. On a smaller GPU those batches are no
+    deployment it could serve, and one layer's cache alone can outgrow it (Nemotron-H's attention
+    KV at batch 110 and 66K context is 27.7 GiB: an H100 ran out of memory there). The judged
+    reading left out is a refusal, said before anything is timed."""
+    too_big = {name: what for name, (what, gb) in sizes.items()
+               if gb and gb * 1e9 * MEMORY_SHARE > gpu_bytes}
+    if not too_big:
+        return per_reading, None
+    here = f"{gpu_part or 'this GPU'} ({gpu_bytes / 1e9:.0f} GB)"
     if s["reading"] in too_big:
         raise ExperimentError(
             f"the {s['reading']} reading is sized for {too_big[s['reading']]} and cannot run on "
             f"{here}: run it on {s['accelerator']}, or on this GPU with a copy of the experiment "
             "whose point declares `accelerator:` as this GPU's part")
-    if not too_big:
-        return per_reading, None
     kept = {name: sides for name, sides in per_reading.items() if name not in too_big}
-    return kept, "left out on " + here + ": " + ", ".join(
+    return kept, f"left out on {here}: " + ", ".join(
         f"the {name} reading (sized for {what})" for name, what in too_big.items())
 
 
@@ -210,14 +199,13 @@ def measure(ctx: Context, cond: dict[str, Any]) -> Measurement:
     table = ctx.load("layers", "impls")
     s = setup(cond)
     per_reading = batches(s, ctx.kb)
-    # only where a memory-limited reading exists: batches() then read the part's record already
-    if ctx.device.type == "cuda" and any(n.startswith("memory_limited") for n in per_reading):
+    sizes = memory_sizes(s, ctx.kb)
+    if sizes and ctx.device.type == "cuda":
         import torch
 
-        declared = hardware_values(HardwareModel(ctx.kb), s["accelerator"], "bf16")
         per_reading, left_out = fit_readings(
-            s, per_reading, declared["memory_capacity"],
-            torch.cuda.get_device_properties(ctx.device).total_memory, ctx.accelerator)
+            s, per_reading, sizes, torch.cuda.get_device_properties(ctx.device).total_memory,
+            ctx.accelerator)
         if left_out:
             ctx.notes.append(left_out)
     times: dict[str, Any] = {}
