@@ -110,7 +110,7 @@ def memory_sizes(s: dict[str, Any], kb: Any) -> dict[str, tuple[str, float | Non
     if not _memory_limited(s):
         return {}
     gb = hardware_values(HardwareModel(kb), s["accelerator"], "bf16")["memory_capacity"]
-    sizes = {"memory_limited": (s["accelerator"] + (f" ({gb:g} GB)" if gb else ""), gb)}
+    sizes = {"memory_limited": (f"{s['accelerator']}" + (f" ({gb:g} GB)" if gb else ""), gb)}
     if s.get("control_memory_gb"):
         control = float(s["control_memory_gb"])
         sizes[_control(control)] = (f"{control:g} GB", control)
