@@ -13,6 +13,7 @@ from flopkb.cli.common import (
     console,
     emit_json,
     fail,
+    failing_on,
     kb_location,
     plain,
     print_kb,
@@ -33,10 +34,8 @@ def add(
     if where.bundled:
         fail("no KB of your own found from here (flopkb add writes into one): run "
              "`flopkb init DIR` first, or pass --kb DIR")  # fmt: skip
-    try:
+    with failing_on(AddError):
         result = add_records(where.root, ids)
-    except AddError as exc:
-        fail(str(exc))
     if fmt is OutputFormat.json:
         return emit_json(result.as_dict())
     data = result.as_dict()

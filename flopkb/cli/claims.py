@@ -14,15 +14,13 @@ from flopkb.cli.common import (
     OutputFormat,
     console,
     emit_json,
-    err_console,
-    fail,
-    kb_root,
+    failing_on,
+    loaded_kb,
     print_kb,
 )
 from flopkb.cli.tables import IdTable
 from flopkb.hardware.derived import summary
 from flopkb.hardware.model import UnknownRecord
-from flopkb.kb import load_kb
 from flopkb.model import Basis
 from flopkb.plural import count
 
@@ -41,23 +39,15 @@ def claims(
 ) -> None:
     """Every claim: record, quantity, magnitude, basis, and its verdict per accelerator pooled over
     all its runs there (`confirmed (2/2 runs)`; `disagreeing` when they differ)."""
-    kb, findings = load_kb(kb_root(ctx))
-    errors = sum(1 for f in findings if f.severity.value == "error")
-    if errors:
-        # the claims of records that loaded are still listed; the broken ones are skipped
-        err_console.print(
-            f"flopkb: warning: {errors} loading error(s); records that failed to load are left "
-            "out (run `flopkb validate`)", markup=False, highlight=False,
-        )  # fmt: skip
-    try:
+    # the claims of records that loaded are still listed; the broken ones are skipped
+    kb = loaded_kb(ctx, "records that failed to load are left out")
+    with failing_on(UnknownRecord):
         # parts that lack a quantity a claim rests on (a null spec: no INT4 tensor cores on
         # Hopper), read off the KB by the graph checks' one pass
         rows = list_claims(
             kb, record=record, quantity=quantity, basis=basis, accelerator=accelerator,
             lacking=not_applicable(kb),
         )
-    except UnknownRecord as exc:
-        fail(str(exc))
     if fmt is OutputFormat.json:
         return emit_json(rows)
     table = IdTable(title=count(len(rows), "claim"))

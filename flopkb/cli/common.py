@@ -23,6 +23,8 @@ from rich.text import Text
 from flopkb.atomic import UnsafeTarget, WritePolicy, writing
 from flopkb.config import ConfigError
 from flopkb.escape import GuardedStream, guard_json, visible
+from flopkb.findings import Severity
+from flopkb.kb import KnowledgeBase, load_kb
 from flopkb.load.walk import records_dir
 from flopkb.paths import KbLocation, KbNotFound, find_kb
 
@@ -161,6 +163,19 @@ def kb_root(ctx: typer.Context) -> Path:
     return kb_location(ctx).root
 
 
+def loaded_kb(ctx: typer.Context, kept: str) -> KnowledgeBase:
+    """The KB, loaded for a command that only reads it: loading errors do not stop it, one
+    warning line on stderr counts them and says what the answer holds (`kept`) instead."""
+    kb, findings = load_kb(kb_root(ctx))
+    errors = sum(1 for f in findings if f.severity is Severity.error)
+    if errors:
+        err_console.print(
+            f"flopkb: warning: {errors} loading error(s); {kept} (run `flopkb validate`)",
+            markup=False, highlight=False,
+        )  # fmt: skip
+    return kb
+
+
 def print_kb(ctx: typer.Context) -> None:
     """The closing line of a text summary: which KB it read, and how that KB was found."""
     console.print(plain((kb_location(ctx).describe(), "dim")), highlight=False)
@@ -186,6 +201,16 @@ def safe_writes(policy: WritePolicy) -> Iterator[None]:
         except OSError as exc:
             name = f" {exc.filename}" if exc.filename else ""
             fail(f"cannot write{name}: {exc.strerror or exc}")
+
+
+@contextlib.contextmanager
+def failing_on(*errors: type[Exception]) -> Iterator[None]:
+    """An error of these types raised in the block is the user's input at fault (an unknown id,
+    a key that cannot sign): its message as one line (see `fail`), exit 2."""
+    try:
+        yield
+    except errors as exc:
+        fail(str(exc))
 
 
 def emit_json(payload: Any) -> None:

@@ -13,6 +13,7 @@ from flopkb.cli.common import (
     console,
     emit_json,
     fail,
+    failing_on,
     kb_root,
     safe_writes,
     write_policy,
@@ -47,12 +48,9 @@ def sign(
             fail(f"no evidence record {given!r} in the KB at {root}")
         targets.append(eid)
     written = []
-    with safe_writes(write_policy(ctx, records=True)):
+    with safe_writes(write_policy(ctx, records=True)), failing_on(signing.SigningError):
         for eid in targets:
-            try:
-                written.append(signing.sign(kb.evidence[eid], kb.files[eid], key))
-            except signing.SigningError as exc:
-                fail(str(exc))
+            written.append(signing.sign(kb.evidence[eid], kb.files[eid], key))
     if fmt is OutputFormat.json:
         return emit_json({"signed": [str(p) for p in written]})
     for path in written:

@@ -27,7 +27,7 @@ from flopkb.cli.common import (
     emit_json,
     err_console,
     fail,
-    kb_root,
+    loaded_kb,
     plain,
     print_kb,
     safe_writes,
@@ -41,7 +41,6 @@ from flopkb.graph.export import export as export_graph
 from flopkb.graph.queries import GraphQueryError, KBGraph
 from flopkb.graph.render import PictureTooLarge, RenderError
 from flopkb.graph.render import render as render_graph
-from flopkb.kb import load_kb
 from flopkb.plural import count
 
 app = typer.Typer(
@@ -63,14 +62,7 @@ assert tuple(f.value for f in ExportFormat) == FORMATS
 
 
 def _graph(ctx: typer.Context) -> KBGraph:
-    kb, findings = load_kb(kb_root(ctx))
-    errors = [f for f in findings if f.severity.value == "error"]
-    if errors:
-        err_console.print(
-            f"flopkb: warning: {len(errors)} loading error(s); the graph holds the records that "
-            "loaded (run `flopkb validate`)", markup=False, highlight=False,
-        )  # fmt: skip
-    return KBGraph.from_kb(kb)
+    return KBGraph.from_kb(loaded_kb(ctx, "the graph holds the records that loaded"))
 
 
 def _run(fn: Callable[[], T]) -> T:

@@ -11,7 +11,7 @@ from flopkb.cli.common import (
     OutputFormat,
     console,
     emit_json,
-    fail,
+    failing_on,
     kb_root,
     print_kb,
 )
@@ -56,10 +56,8 @@ def show(
 ) -> None:
     """Datasheet specs with their sources, and computed parameters with formula and unit."""
     kb, _ = load_kb(kb_root(ctx))
-    try:
+    with failing_on(UnknownRecord):
         data = hw_show(kb, accelerator)
-    except UnknownRecord as exc:
-        fail(str(exc))
     if fmt is OutputFormat.json:
         return emit_json(data)
     specs = IdTable(title=f"{data['id']}: {data['title']} (datasheet specs)")
@@ -111,10 +109,8 @@ def compare(
 ) -> None:
     """What differs between two parts (ratio b/a) and which claims depend on what differs."""
     kb, _ = load_kb(kb_root(ctx))
-    try:
+    with failing_on(UnknownRecord):
         data = hw_compare(kb, a, b)
-    except UnknownRecord as exc:
-        fail(str(exc))
     if fmt is OutputFormat.json:
         return emit_json(data)
     table = IdTable(title=f"{a} vs {b} (ratio = {b} / {a}; differing rows first)")

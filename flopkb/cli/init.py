@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from flopkb.cli.common import FormatOption, OutputFormat, console, emit_json, fail
+from flopkb.cli.common import FormatOption, OutputFormat, console, emit_json, failing_on
 from flopkb.plural import count
 from flopkb.scaffold import InitError, init_kb
 
@@ -22,10 +22,8 @@ def init(
     """A new KB: records/ with a folder per kind, the bundled quantities (copied, so
     `quantity: hbm_bandwidth` resolves), a sourced example accelerator, an example class,
     flopkb.toml and the JSON Schema. A file that exists is kept, never replaced."""
-    try:
+    with failing_on(InitError):
         result = init_kb(directory)
-    except InitError as exc:
-        fail(str(exc))
     if fmt is OutputFormat.json:
         return emit_json(result.as_dict())
     data = result.as_dict()

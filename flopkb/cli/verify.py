@@ -22,6 +22,7 @@ from flopkb.cli.common import (
     emit_json,
     err_console,
     fail,
+    failing_on,
     kb_location,
     kb_root,
     plain,
@@ -214,10 +215,8 @@ def verify(
     if key is not None and not key.is_file():
         fail(f"no such signing key: {key}")
     if key is not None:
-        try:
+        with failing_on(SigningError):
             ssh_keygen()
-        except SigningError as exc:
-            fail(str(exc))
     if recheck is not None:
         _recheck(ctx, kb, root, recheck, gpu=gpu, rounds=rounds, fmt=fmt)
     if claim is not None and kb.claim(claim) is None:
@@ -326,11 +325,9 @@ def _recheck(ctx: typer.Context, kb: Any, root: Path, given: str, *, gpu: bool,
     if not gpu_available():
         fail("--gpu needs a CUDA GPU and this process sees none (torch.cuda.is_available() is "
              "False)")
-    try:
+    with failing_on(ValueError):
         machine, outcomes = recheck(kb, ev, rounds=rounds,
                                     command=f"flopkb verify --gpu --recheck {eid}")
-    except ValueError as exc:
-        fail(str(exc))
     ok = reproduces(outcomes)
     if fmt is OutputFormat.json:
         emit_json({"evidence": eid, "machine": machine, "reproduces": ok,
