@@ -83,38 +83,36 @@ def setup(cond: dict[str, Any]) -> dict[str, Any]:
     return s
 
 
-def _memory_limited(s: dict[str, Any]) -> bool:
-    return s["reading"] == "memory_limited" or bool(s.get("also_memory_limited"))
-
-
-def _control(gb: float) -> str:
-    return f"memory_limited_{gb:g}gb"
+def _memory_readings(s: dict[str, Any], kb: Any) -> dict[str, tuple[str, dict[str, Any]]]:
+    """memory-limited reading -> (what its batches are sized for, the hardware values they are
+    sized with): `memory_limited` on the declared `accelerator`, and with `control_memory_gb` the
+    same rule on that much memory (`memory_limited_<N>gb`). Empty when no reading asks."""
+    if not (s["reading"] == "memory_limited" or s.get("also_memory_limited")):
+        return {}
+    hw = hardware_values(HardwareModel(kb), s["accelerator"], "bf16")
+    gb = hw["memory_capacity"]
+    out = {"memory_limited": (str(s["accelerator"]) + (f" ({gb:g} GB)" if gb else ""), hw)}
+    if s.get("control_memory_gb"):
+        control = float(s["control_memory_gb"])
+        out[f"memory_limited_{control:g}gb"] = (f"{control:g} GB",
+                                                {**hw, "memory_capacity": control})
+    return out
 
 
 def batches(s: dict[str, Any], kb: Any) -> dict[str, dict[str, int]]:
-    """reading -> side -> batch. `memory_limited`: each model's largest batch on `accelerator`;
-    with `control_memory_gb`, the same rule on that much memory (`memory_limited_<N>gb`)."""
+    """reading -> side -> batch: `equal_batch` at the declared batch, each memory-limited reading
+    at each model's largest batch on the memory it is sized for (`_memory_readings`)."""
     out = {"equal_batch": {"model": s["batch"], "baseline": s["batch"]}}
-    if _memory_limited(s):
-        hw = hardware_values(HardwareModel(kb), s["accelerator"], "bf16")
-        out["memory_limited"] = _largest_batches(s, kb, hw)
-        if s.get("control_memory_gb"):
-            capped = {**hw, "memory_capacity": float(s["control_memory_gb"])}
-            out[_control(s["control_memory_gb"])] = _largest_batches(s, kb, capped)
+    for name, (_, hw) in _memory_readings(s, kb).items():
+        out[name] = _largest_batches(s, kb, hw)
     return out
 
 
 def memory_sizes(s: dict[str, Any], kb: Any) -> dict[str, tuple[str, float | None]]:
     """reading -> (what its batches are sized for, GB; None where the part states no memory),
     for the memory-limited readings `batches` makes."""
-    if not _memory_limited(s):
-        return {}
-    gb = hardware_values(HardwareModel(kb), s["accelerator"], "bf16")["memory_capacity"]
-    sizes = {"memory_limited": (f"{s['accelerator']}" + (f" ({gb:g} GB)" if gb else ""), gb)}
-    if s.get("control_memory_gb"):
-        control = float(s["control_memory_gb"])
-        sizes[_control(control)] = (f"{control:g} GB", control)
-    return sizes
+    return {name: (what, hw["memory_capacity"])
+            for name, (what, hw) in _memory_readings(s, kb).items()}
 
 
 def _largest_batches(s: dict[str, Any], kb: Any, hw: Any) -> dict[str, int]:
