@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from yaml.nodes import Node
 
@@ -48,6 +48,21 @@ from flopkb.model import (
 )
 
 T = TypeVar("T")
+R = TypeVar("R", bound=Record)
+
+
+class _RecordsOf(Generic[R]):
+    """A read-only attribute of the KB: its records of one type, by id (`kb.classes`, ...)."""
+
+    def __init__(self, cls: type[R]) -> None:
+        self.cls = cls
+
+    def __get__(self, kb: KnowledgeBase, owner: type | None = None) -> dict[str, R]:
+        # Checks ask for `kb.classes` etc. many times: index by type once per state of `records`.
+        return kb.per_state("by_type", kb._by_type).get(self.cls, {})
+
+    def __set__(self, kb: KnowledgeBase, value: object) -> None:
+        raise AttributeError("the KB's records by type are computed from `records`")
 
 
 @dataclass
@@ -91,33 +106,12 @@ class KnowledgeBase:
             by_type.setdefault(type(record), {})[rid] = record
         return by_type
 
-    def _of(self, cls: type) -> dict[str, Any]:
-        # Checks ask for `kb.classes` etc. many times: index by type once per state of `records`.
-        return self.per_state("by_type", self._by_type).get(cls, {})
-
-    @property
-    def classes(self) -> dict[str, ClassRecord]:
-        return self._of(ClassRecord)
-
-    @property
-    def accelerators(self) -> dict[str, AcceleratorRecord]:
-        return self._of(AcceleratorRecord)
-
-    @property
-    def quantities(self) -> dict[str, QuantityRecord]:
-        return self._of(QuantityRecord)
-
-    @property
-    def sources(self) -> dict[str, SourceRecord]:
-        return self._of(SourceRecord)
-
-    @property
-    def evidence(self) -> dict[str, EvidenceRecord]:
-        return self._of(EvidenceRecord)
-
-    @property
-    def architectures(self) -> dict[str, ArchitectureRecord]:
-        return self._of(ArchitectureRecord)
+    classes = _RecordsOf(ClassRecord)
+    accelerators = _RecordsOf(AcceleratorRecord)
+    quantities = _RecordsOf(QuantityRecord)
+    sources = _RecordsOf(SourceRecord)
+    evidence = _RecordsOf(EvidenceRecord)
+    architectures = _RecordsOf(ArchitectureRecord)
 
     def implausible_evidence(self) -> dict[str, tuple[str, str]]:
         """evidence id -> (kind, why) for evidence whose timestamp cannot be true (in the future,
