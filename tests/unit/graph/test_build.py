@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from flopkb.graph import build_graph, node_id, split_node
 from flopkb.graph.build import EVIDENCE_RELATIONS
 from flopkb.kb import KnowledgeBase
@@ -32,16 +34,17 @@ def test_nodes_are_prefixed_by_kind_and_carry_kind_label_record() -> None:
     assert g.nodes["quantity:ridge_point_bf16"]["computed"] is True
 
 
-def test_has_depends_on_derived_from() -> None:
-    assert edges("has") == {
+# Every edge of a relation, exactly: one case per relation, so one wrong set hides no other.
+EDGES: dict[str, set[tuple[str, str]]] = {
+    "has": {
         ("class:scan-op", "claim:scan-op/ridge-claim"),
         ("class:scan-op", "claim:scan-op/simt-claim"),
         ("class:int4-op", "claim:int4-op/int4-claim"),
         ("class:int4-op", "claim:int4-op/bw-claim"),
         ("class:memory-model", "claim:memory-model/cap-claim"),
         ("class:memory-model", "claim:memory-model/ratio-claim"),
-    }
-    assert edges("depends_on") == {
+    },
+    "depends_on": {
         ("claim:scan-op/ridge-claim", "quantity:ridge_point_bf16"),
         ("claim:scan-op/simt-claim", "quantity:tensor_to_simt_ratio"),
         ("claim:int4-op/int4-claim", "quantity:int4_tensor_ops"),
@@ -50,8 +53,8 @@ def test_has_depends_on_derived_from() -> None:
         ("claim:memory-model/ratio-claim", "quantity:memory_capacity"),
         # a derived row's formula inputs count as dependencies too
         ("claim:memory-model/ratio-claim", "quantity:hbm_bandwidth"),
-    }
-    assert edges("derived_from") == {
+    },
+    "derived_from": {
         ("quantity:ridge_point_bf16", "quantity:bf16_tensor_flops"),
         ("quantity:ridge_point_bf16", "quantity:hbm_bandwidth"),
         ("quantity:tensor_to_simt_ratio", "quantity:bf16_tensor_flops"),
@@ -60,17 +63,40 @@ def test_has_depends_on_derived_from() -> None:
         ("quantity:int4_ridge_point", "quantity:hbm_bandwidth"),
         ("quantity:int4_ridge_per_simt", "quantity:int4_ridge_point"),
         ("quantity:int4_ridge_per_simt", "quantity:tensor_to_simt_ratio"),
-    }
-
-
-def test_affected_by_specifies_cites() -> None:
-    assert edges("affected_by") == {
+    },
+    "affected_by": {
         ("class:scan-op", "accelerator:h100-sxm"),
         ("class:scan-op", "accelerator:h200-sxm"),
         ("class:int4-op", "accelerator:h100-sxm"),
         ("class:int4-op", "accelerator:a100-sxm4-80gb"),
         ("class:memory-model", "accelerator:h200-sxm"),
-    }
+    },
+    "cites": {
+        ("claim:scan-op/ridge-claim", "source:src-paper"),
+        ("claim:scan-op/ridge-claim", "source:src-class"),
+        ("claim:scan-op/simt-claim", "source:src-class"),
+        ("claim:memory-model/cap-claim", "source:src-paper"),
+        ("accelerator:h100-sxm", "source:src-datasheet"),
+        ("accelerator:h200-sxm", "source:src-datasheet"),
+        ("accelerator:a100-sxm4-80gb", "source:src-datasheet"),
+    },
+    "confirms": {
+        ("evidence:ev-int4-a100", "claim:int4-op/int4-claim"),
+        ("evidence:ev-bw-h100-new", "claim:int4-op/bw-claim"),
+    },
+    "refutes": {
+        ("evidence:ev-bw-h100-old", "claim:int4-op/bw-claim"),
+        ("evidence:ev-bw-a100", "claim:int4-op/bw-claim"),
+    },
+}
+
+
+@pytest.mark.parametrize(("relation", "expected"), EDGES.items(), ids=list(EDGES))
+def test_edges_of_each_relation(relation: str, expected: set[tuple[str, str]]) -> None:
+    assert edges(relation) == expected
+
+
+def test_specifies_edges_carry_the_value_and_the_source_backs_its_quantities() -> None:
     specifies = edges("specifies")
     assert len(specifies) == 15
     g = fixture_graph().g
@@ -80,26 +106,9 @@ def test_affected_by_specifies_cites() -> None:
     assert backs["quantities"] == ["bf16_tensor_flops", "hbm_bandwidth"]
     null = g.edges["accelerator:h100-sxm", "quantity:int4_tensor_ops"]
     assert null["value"] is None and null["note"] == "no int4 tensor-core path"
-    assert edges("cites") == {
-        ("claim:scan-op/ridge-claim", "source:src-paper"),
-        ("claim:scan-op/ridge-claim", "source:src-class"),
-        ("claim:scan-op/simt-claim", "source:src-class"),
-        ("claim:memory-model/cap-claim", "source:src-paper"),
-        ("accelerator:h100-sxm", "source:src-datasheet"),
-        ("accelerator:h200-sxm", "source:src-datasheet"),
-        ("accelerator:a100-sxm4-80gb", "source:src-datasheet"),
-    }
 
 
 def test_evidence_edges_carry_the_verdict() -> None:
-    assert edges("confirms") == {
-        ("evidence:ev-int4-a100", "claim:int4-op/int4-claim"),
-        ("evidence:ev-bw-h100-new", "claim:int4-op/bw-claim"),
-    }
-    assert edges("refutes") == {
-        ("evidence:ev-bw-h100-old", "claim:int4-op/bw-claim"),
-        ("evidence:ev-bw-a100", "claim:int4-op/bw-claim"),
-    }
     g = fixture_graph().g
     assert g.edges["evidence:ev-bw-a100", "claim:int4-op/bw-claim"]["verdict"] == "refuted"
     assert ("evidence:ev-bw-a100", "accelerator:a100-sxm4-80gb") in edges("ran_on")
