@@ -27,11 +27,6 @@ from tests.unit.graph.graph_fixture import GRAPH_KB, fixture_graph
 def test_affects_a_quantity_reaches_claims_through_computed_quantities() -> None:
     result = affects(fixture_graph(), "hbm_bandwidth")
     assert result["id"] == "hbm_bandwidth" and result["kind"] == "quantity"
-    assert result["claims"] == [
-        "int4-op/bw-claim",
-        "memory-model/ratio-claim",
-        "scan-op/ridge-claim",
-    ]
     assert result["classes"] == ["int4-op", "memory-model", "scan-op"]
     assert result["quantities"] == ["int4_ridge_per_simt", "int4_ridge_point", "ridge_point_bf16"]
     assert result["paths"]["scan-op/ridge-claim"] == [
@@ -59,18 +54,65 @@ def test_whatever_depends_on_a_computed_quantity_depends_on_its_inputs() -> None
             assert below <= set(affects(kg, name)["claims"])
 
 
-def test_affects_other_quantities() -> None:
-    kg = fixture_graph()
-    assert affects(kg, "bf16_tensor_flops")["claims"] == [
-        "scan-op/ridge-claim",
-        "scan-op/simt-claim",
-    ]
-    assert affects(kg, "ridge_point_bf16")["claims"] == ["scan-op/ridge-claim"]
-    assert affects(kg, "memory_capacity")["claims"] == [
-        "memory-model/cap-claim",
-        "memory-model/ratio-claim",
-    ]
-    nothing = affects(kg, "l2_cache_size")
+# The claims each id moves: (id, through the accelerator's specs too, the claims).
+AFFECTED_CLAIMS = [
+    (
+        "hbm_bandwidth",
+        True,
+        ["int4-op/bw-claim", "memory-model/ratio-claim", "scan-op/ridge-claim"],
+    ),
+    ("bf16_tensor_flops", True, ["scan-op/ridge-claim", "scan-op/simt-claim"]),
+    ("ridge_point_bf16", True, ["scan-op/ridge-claim"]),
+    ("memory_capacity", True, ["memory-model/cap-claim", "memory-model/ratio-claim"]),
+    (
+        "h100-sxm",
+        False,
+        ["int4-op/bw-claim", "int4-op/int4-claim", "scan-op/ridge-claim", "scan-op/simt-claim"],
+    ),
+    # Through its specs the part also moves memory-model's claims (memory_capacity, hbm_bandwidth).
+    (
+        "h100-sxm",
+        True,
+        [
+            "int4-op/bw-claim",
+            "int4-op/int4-claim",
+            "memory-model/cap-claim",
+            "memory-model/ratio-claim",
+            "scan-op/ridge-claim",
+            "scan-op/simt-claim",
+        ],
+    ),
+    ("src-paper", True, ["memory-model/cap-claim", "scan-op/ridge-claim"]),
+    ("src-class", True, ["scan-op/ridge-claim", "scan-op/simt-claim"]),
+    ("src-orphan", True, []),
+    # The datasheet backs hbm_bandwidth on every part and bf16_tensor_flops on h100-sxm only:
+    # scan-op runs on h100-sxm, so its tensor_to_simt_ratio claim moves with the datasheet too.
+    (
+        "src-datasheet",
+        True,
+        [
+            "int4-op/bw-claim",
+            "memory-model/ratio-claim",
+            "scan-op/ridge-claim",
+            "scan-op/simt-claim",
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("ident", "via_specs", "claims"),
+    AFFECTED_CLAIMS,
+    ids=[ident if via_specs else f"{ident}-direct" for ident, via_specs, _ in AFFECTED_CLAIMS],
+)
+def test_affects_lists_the_claims_an_id_moves(
+    ident: str, via_specs: bool, claims: list[str]
+) -> None:
+    assert affects(fixture_graph(), ident, via_specs=via_specs)["claims"] == claims
+
+
+def test_affects_nothing_for_an_unused_quantity() -> None:
+    nothing = affects(fixture_graph(), "l2_cache_size")
     assert nothing["claims"] == nothing["classes"] == nothing["quantities"] == []
 
 
@@ -78,26 +120,11 @@ def test_affects_an_accelerator() -> None:
     kg = fixture_graph()
     direct = affects(kg, "h100-sxm", via_specs=False)
     assert direct["classes"] == ["int4-op", "scan-op"]
-    assert direct["claims"] == [
-        "int4-op/bw-claim",
-        "int4-op/int4-claim",
-        "scan-op/ridge-claim",
-        "scan-op/simt-claim",
-    ]
     assert direct["paths"]["int4-op/int4-claim"] == [
         {"source": "class:int4-op", "relation": "has", "target": "claim:int4-op/int4-claim"},
         {"source": "class:int4-op", "relation": "affected_by", "target": "accelerator:h100-sxm"},
     ]
-    # Through its specs the part also moves memory-model's claims (memory_capacity, hbm_bandwidth).
     full = affects(kg, "h100-sxm")
-    assert full["claims"] == [
-        "int4-op/bw-claim",
-        "int4-op/int4-claim",
-        "memory-model/cap-claim",
-        "memory-model/ratio-claim",
-        "scan-op/ridge-claim",
-        "scan-op/simt-claim",
-    ]
     assert full["classes"] == ["int4-op", "memory-model", "scan-op"]
     assert full["paths"]["memory-model/cap-claim"][-1] == {
         "source": "accelerator:h100-sxm",
@@ -107,19 +134,7 @@ def test_affects_an_accelerator() -> None:
 
 
 def test_affects_a_source() -> None:
-    kg = fixture_graph()
-    assert affects(kg, "src-paper")["claims"] == ["memory-model/cap-claim", "scan-op/ridge-claim"]
-    assert affects(kg, "src-class")["claims"] == ["scan-op/ridge-claim", "scan-op/simt-claim"]
-    assert affects(kg, "src-orphan")["claims"] == []
-    # The datasheet backs hbm_bandwidth on every part and bf16_tensor_flops on h100-sxm only:
-    # scan-op runs on h100-sxm, so its tensor_to_simt_ratio claim moves with the datasheet too.
-    sheet = affects(kg, "src-datasheet")
-    assert sheet["claims"] == [
-        "int4-op/bw-claim",
-        "memory-model/ratio-claim",
-        "scan-op/ridge-claim",
-        "scan-op/simt-claim",
-    ]
+    sheet = affects(fixture_graph(), "src-datasheet")
     assert sheet["quantities"] == [
         "int4_ridge_per_simt",
         "int4_ridge_point",
