@@ -58,8 +58,7 @@ class _RecordsOf(Generic[R]):
         self.cls = cls
 
     def __get__(self, kb: KnowledgeBase, owner: type | None = None) -> dict[str, R]:
-        # Checks ask for `kb.classes` etc. many times: index by type once per state of `records`.
-        return kb.per_state("by_type", kb._by_type).get(self.cls, {})
+        return kb.records_of(self.cls)
 
     def __set__(self, kb: KnowledgeBase, value: object) -> None:
         raise AttributeError("the KB's records by type are computed from `records`")
@@ -105,6 +104,11 @@ class KnowledgeBase:
         for rid, record in self.records.items():
             by_type.setdefault(type(record), {})[rid] = record
         return by_type
+
+    def records_of(self, cls: type[R]) -> dict[str, R]:
+        """The KB's records of type `cls`, by id."""
+        # Checks ask for `kb.classes` etc. many times: index by type once per state of `records`.
+        return self.per_state("by_type", self._by_type).get(cls, {})
 
     classes = _RecordsOf(ClassRecord)
     accelerators = _RecordsOf(AcceleratorRecord)

@@ -96,7 +96,7 @@ class _Hints:
         if (target, expected) not in self.memo:
             key = (expected, target[:1])
             if key not in self.buckets:
-                ids = self.kb._of(expected)  # type: ignore[attr-defined]
+                ids = self.kb.records_of(expected)  # type: ignore[attr-defined]
                 self.buckets[key] = sorted(i for i in ids if i[:1] == target[:1])
             pool = self.buckets[key]
             if len(pool) > self.POOL:
