@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 from yaml.nodes import Node
 
@@ -57,8 +57,15 @@ class _RecordsOf(Generic[R]):
     def __init__(self, cls: type[R]) -> None:
         self.cls = cls
 
-    def __get__(self, kb: KnowledgeBase, owner: type | None = None) -> dict[str, R]:
-        return kb.records_of(self.cls)
+    @overload
+    def __get__(self, kb: None, owner: type | None = None) -> _RecordsOf[R]: ...
+
+    @overload
+    def __get__(self, kb: KnowledgeBase, owner: type | None = None) -> dict[str, R]: ...
+
+    def __get__(self, kb: KnowledgeBase | None, owner: type | None = None) -> Any:
+        # read on the class (help(), inspect, docs tools), the attribute is this descriptor
+        return self if kb is None else kb.records_of(self.cls)
 
     def __set__(self, kb: KnowledgeBase, value: object) -> None:
         raise AttributeError("the KB's records by type are computed from `records`")

@@ -268,3 +268,14 @@ def test_no_record_cites_a_document_users_do_not_have() -> None:
     # the pattern finds the labels it is there for
     assert DEVELOPER_LABEL.findall(f'note: "CLAIMS A10 (KDA part)." from {LIST_FILE}') == [
         "CLAIMS A10", LIST_FILE]
+
+
+def test_records_by_type_follow_records_and_cannot_be_assigned(kb: KnowledgeBase) -> None:
+    # `kb.classes` etc. are views of `records` by type (kb._RecordsOf): the same as records_of,
+    # one type each, read-only on an instance, the descriptor itself on the class
+    assert kb.classes == kb.records_of(type(next(iter(kb.classes.values()))))
+    assert kb.classes and kb.accelerators and kb.sources and kb.evidence
+    assert not set(kb.classes) & set(kb.accelerators)
+    with pytest.raises(AttributeError):
+        kb.classes = {}
+    assert type(KnowledgeBase.classes).__name__ == "_RecordsOf"
