@@ -14,6 +14,7 @@ from typing import Any
 
 from flopkb.check.base import CheckContext, check, rule
 from flopkb.findings import Finding, Severity
+from flopkb.kb import KnowledgeBase
 from flopkb.load import dotted
 from flopkb.model import AcceleratorRecord, ClassRecord, QuantityRecord, SourceRecord
 from flopkb.paths import bundled_root
@@ -84,7 +85,7 @@ class _Hints:
     # did-you-mean hints computed per run (each compares up to POOL ids with difflib)
     MAX_HINTS = 2_000
 
-    def __init__(self, kb: object) -> None:
+    def __init__(self, kb: KnowledgeBase) -> None:
         self.kb = kb
         self.buckets: dict[tuple[type, str], list[str]] = {}
         self.memo: dict[tuple[str, type], str | None] = {}
@@ -96,7 +97,7 @@ class _Hints:
         if (target, expected) not in self.memo:
             key = (expected, target[:1])
             if key not in self.buckets:
-                ids = self.kb.records_of(expected)  # type: ignore[attr-defined]
+                ids = self.kb.records_of(expected)
                 self.buckets[key] = sorted(i for i in ids if i[:1] == target[:1])
             pool = self.buckets[key]
             if len(pool) > self.POOL:
