@@ -31,7 +31,6 @@ from flopkb.load import (
     Limits,
     Locator,
     compose_node,
-    load_finding,
     read_document,
     to_record,
 )
@@ -46,6 +45,7 @@ from flopkb.model import (
     Record,
     SourceRecord,
 )
+from flopkb.rules import finding_of
 
 T = TypeVar("T")
 R = TypeVar("R", bound=Record)
@@ -225,7 +225,7 @@ def _read_chunk(
 
 
 def _internal_error(display: str, record: str | None, stage: str, exc: BaseException) -> Finding:
-    return load_finding(
+    return finding_of(
         "FKB199", display, 0, 0, record,
         f"internal error while {stage} this file: {type(exc).__name__}: {str(exc)[:200]}",
         "this is a bug in flopkb, not in the records; please report it",

@@ -14,10 +14,9 @@ from typing import Any
 from urllib.parse import quote
 
 from flopkb import __version__
-from flopkb.check import load_checks
-from flopkb.check.base import RULES
 from flopkb.escape import guard_json, guard_lines, visible
 from flopkb.findings import Finding, Severity
+from flopkb.rules import RULES
 from flopkb.validate import ValidationResult
 
 # the words people and tools (editors' problem matchers, SARIF) use for the three severities
@@ -89,7 +88,6 @@ def _uri(file: str) -> str:
 
 def sarif(result: ValidationResult) -> dict[str, Any]:
     """SARIF 2.1.0: one run, every rule of flopkb described once, one result per finding."""
-    load_checks()
     codes = sorted(RULES)
     index = {code: i for i, code in enumerate(codes)}
     rules = [
@@ -140,14 +138,3 @@ FORMATTERS = {
     "github": format_github,
     "sarif": format_sarif,
 }
-
-
-def rules_markdown() -> str:
-    """The rule table of README / docs/validate.md, generated from `RULES` (every module loaded)."""
-    load_checks()
-    lines = ["| code | severity | rule |", "|---|---|---|"]
-    for code in sorted(RULES):
-        rule = RULES[code]
-        summary = rule.summary.replace("|", "\\|")
-        lines.append(f"| {code} | {rule.severity.value} | {summary} |")
-    return "\n".join(lines) + "\n"

@@ -21,16 +21,13 @@ from pathlib import Path
 
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from flopkb.findings import Finding, Severity
+from flopkb.findings import Finding
 from flopkb.load import Limits, compose_node
+from flopkb.rules import finding_of
 
 MARKER = b"flopkb:"
 _COMMENT = re.compile(r"#\s*flopkb:\s*ignore\[([^\]]*)\]")
 UNUSED = "FKB701"
-UNUSED_SUMMARY = (
-    "an inline `# flopkb: ignore[CODE]` comment suppresses nothing (names no rule, or a rule "
-    "that is never suppressed)"
-)
 # a pull request must not be able to make a record disappear: these are reported whatever the
 # record's comments say
 UNSUPPRESSIBLE_PREFIXES = ("FKB1",)
@@ -168,7 +165,7 @@ def _unused(
             continue
         else:
             message = f"`# flopkb: ignore[{s.code}]` suppresses nothing on line {s.covers}"
-        yield Finding(
-            UNUSED, Severity.warning, s.file, s.line, s.column, None, message,
+        yield finding_of(
+            UNUSED, s.file, s.line, s.column, None, message,
             "remove the comment (or fix the code it names)",
         )  # fmt: skip

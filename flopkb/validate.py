@@ -20,12 +20,12 @@ from typing import Any
 
 from flopkb import budget, suppression
 from flopkb.check import load_checks, run_checks
-from flopkb.check.base import RULES, CheckContext
+from flopkb.check.base import CheckContext
 from flopkb.check.signatures import signature_findings
 from flopkb.feeds import fed_by, source_path
 from flopkb.findings import Finding, Severity, full_records, sorted_findings
 from flopkb.kb import KnowledgeBase, display_path, gc_paused, load_files
-from flopkb.load import Limits, load_finding
+from flopkb.load import Limits
 from flopkb.load.walk import (
     RECORD_SUFFIXES,
     check_file,
@@ -35,6 +35,7 @@ from flopkb.load.walk import (
 )
 from flopkb.paths import bundled_root
 from flopkb.referencing import referenced_by, referencing
+from flopkb.rules import RULES, finding_of
 from flopkb.selection import Selection, excluded
 
 
@@ -330,7 +331,7 @@ def capped(findings: list[Finding], limit: int = budget.MAX_FINDINGS_PER_FILE) -
         first_cut = ranked[limit]
         out += ranked[:limit]
         out.append(
-            load_finding(
+            finding_of(
                 "FKB116", file, first_cut.line or 1, first_cut.column or 1, first_cut.record,
                 f"{len(group) - limit} more findings in this file not shown "
                 f"(at most {limit} per file)",

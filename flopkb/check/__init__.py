@@ -1,37 +1,33 @@
 """Every check over a loaded KB; `run_checks(kb)` runs them all and returns the findings.
 
-Rule modules register themselves with `@check` when imported. Modules written by other parts of
-the project (units, evidence, graph) are imported when they exist, so this package never blocks
-on them.
+Check modules register their checks with `@check` when imported; the rules they report are the
+catalogue's (`flopkb.rules`).
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 
 from flopkb.check import base
 from flopkb.check.base import CheckContext
-from flopkb.findings import Finding, Severity, sorted_findings
+from flopkb.findings import Finding, sorted_findings
 from flopkb.kb import KnowledgeBase, gc_paused, workers_for
+from flopkb.rules import finding_of
 
 # In data-flow order: structure before references before provenance.
 CHECK_MODULES = (
     "structure", "characters", "digits", "references", "formulas", "provenance", "units",
     "matching", "device", "evidence", "experiments", "unjudged", "architectures", "plausibility",
-    "graph",
-    "suppressions", "signatures",
+    "graph", "signatures",
 )  # fmt: skip
 
 
 def load_checks() -> None:
-    """Import every rule module present, which registers its rules and checks."""
+    """Import every check module, which registers its checks."""
     for name in CHECK_MODULES:
-        module = f"flopkb.check.{name}"
-        if importlib.util.find_spec(module) is not None:
-            importlib.import_module(module)
+        importlib.import_module(f"flopkb.check.{name}")
 
 
 def _run_one(ctx: CheckContext, index: int) -> list[Finding]:
@@ -51,8 +47,8 @@ def _run_one(ctx: CheckContext, index: int) -> list[Finding]:
     except Exception as exc:
         name = f"{fn.__module__}.{fn.__qualname__}"
         found.append(
-            Finding(
-                "FKB199", Severity.error, str(kb.root or ""), 0, 0, None,
+            finding_of(
+                "FKB199", str(kb.root or ""), 0, 0, None,
                 f"internal error in check {name}: {type(exc).__name__}: {str(exc)[:200]}",
                 "this is a bug in flopkb, not in the records; please report it",
             )

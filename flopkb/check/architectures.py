@@ -13,32 +13,10 @@ from collections.abc import Iterator
 
 from flopkb.architecture.cost import ArchitectureError, compute
 from flopkb.architecture.show import derived_values, shown
-from flopkb.check.base import CheckContext, check, rule
-from flopkb.findings import Finding, Severity
+from flopkb.check.base import CheckContext, check
+from flopkb.findings import Finding
 from flopkb.grammar.magnitude import Magnitude, MagnitudeError, parse_magnitude
 from flopkb.model import ArchitectureRecord, ClassRecord
-
-UNSOURCED = rule("FKB901", Severity.warning, "an architecture value has no source with a locator")
-DANGLING = rule(
-    "FKB902", Severity.error,
-    "an architecture reference does not resolve (family, source, a class's `architectures`, "
-    "a row's `derived_from`)",
-)  # fmt: skip
-INCOMPLETE = rule(
-    "FKB903", Severity.error, "an architecture lacks a size that one of its layer types needs"
-)
-DISAGREES = rule(
-    "FKB904", Severity.error,
-    "a row's figure disagrees with the value computed from its `derived_from` architectures",
-)  # fmt: skip
-NOT_COMPUTABLE = rule(
-    "FKB905", Severity.error,
-    "a row's `derived_from` cannot be computed, or its unit is not the magnitude's",
-)  # fmt: skip
-PARAMETERS_OFF = rule(
-    "FKB906", Severity.warning,
-    "the parameter count computed from an architecture is more than 10% off the reported one",
-)  # fmt: skip
 
 # How far the computed count may lie from the reported one before a size is suspect: the cost
 # formulas leave out biases and small vectors, and reported counts are rounded (8B, 47B).
@@ -61,28 +39,28 @@ def _sourced(ctx: CheckContext, arch: ArchitectureRecord) -> Iterator[Finding]:
         if ref is None or not (ref.locator or "").strip():
             what = ".".join(str(p) for p in path[:-1] or path)
             yield ctx.finding(
-                UNSOURCED, arch.id, path, f"{what} has no source with a locator",
+                "FKB901", arch.id, path, f"{what} has no source with a locator",
                 "cite the config file and key, or the paper's section or table",
             )  # fmt: skip
         if ref is not None and ref.id not in known:
-            yield ctx.finding(DANGLING, arch.id, (*path, "id"), f"no source record {ref.id!r}")
+            yield ctx.finding("FKB902", arch.id, (*path, "id"), f"no source record {ref.id!r}")
     family = arch.family
     if family is not None and family not in ctx.kb.classes and family not in ctx.kb.unloaded:
-        yield ctx.finding(DANGLING, arch.id, ("family",), f"no class record {family!r}")
+        yield ctx.finding("FKB902", arch.id, ("family",), f"no class record {family!r}")
 
 
 def _computable(ctx: CheckContext, arch: ArchitectureRecord) -> Iterator[Finding]:
     try:
         costs = compute(arch)
     except ArchitectureError as exc:
-        yield ctx.finding(INCOMPLETE, arch.id, ("config",), str(exc))
+        yield ctx.finding("FKB903", arch.id, ("config",), str(exc))
         return
     reported = arch.parameters_reported
     if reported and costs.parameters and arch.config.vocab_size is not None:
         off = abs(costs.parameters - reported) / reported
         if off > PARAMETER_TOLERANCE:
             yield ctx.finding(
-                PARAMETERS_OFF, arch.id, ("parameters_reported",),
+                "FKB906", arch.id, ("parameters_reported",),
                 f"computed {costs.parameters:.4g} parameters, the source reports {reported:.4g} "
                 f"({off:.0%} apart)", "check the sizes against the config",
             )  # fmt: skip
@@ -114,7 +92,7 @@ def _rows(ctx: CheckContext, rid: str, record: ClassRecord) -> Iterator[Finding]
     for i, name in enumerate(record.architectures):
         if name not in kb.architectures and name not in kb.unloaded:
             yield ctx.finding(
-                DANGLING, rid, ("architectures", i), f"no architecture record {name!r}"
+                "FKB902", rid, ("architectures", i), f"no architecture record {name!r}"
             )
     for i, row in enumerate(record.flop.hardware_parameters):
         spec = row.derived_from
@@ -125,7 +103,7 @@ def _rows(ctx: CheckContext, rid: str, record: ClassRecord) -> Iterator[Finding]
         if missing:
             for name in missing:
                 if name not in kb.unloaded:
-                    yield ctx.finding(DANGLING, rid, (*at, "architectures"),
+                    yield ctx.finding("FKB902", rid, (*at, "architectures"),
                                       f"no architecture record {name!r}")  # fmt: skip
             continue
         try:
@@ -135,18 +113,18 @@ def _rows(ctx: CheckContext, rid: str, record: ClassRecord) -> Iterator[Finding]
         values = derived_values(kb, spec)
         for got in values:
             if got.error is not None or got.value is None:
-                yield ctx.finding(NOT_COMPUTABLE, rid, at, f"{got.label}: {got.error}")
+                yield ctx.finding("FKB905", rid, at, f"{got.label}: {got.error}")
                 continue
             if MAGNITUDE_UNIT.get(mag.kind) != got.unit:
                 yield ctx.finding(
-                    NOT_COMPUTABLE, rid, (*at, "value"),
+                    "FKB905", rid, (*at, "value"),
                     f"{spec.value.value} is in {got.unit!r}, the magnitude {row.magnitude!r} "
                     f"is {mag.kind}",
                 )  # fmt: skip
                 continue
             if not _agrees(mag, got.value):
                 yield ctx.finding(
-                    DISAGREES, rid, (*at, "value"),
+                    "FKB904", rid, (*at, "value"),
                     f"the magnitude says {row.magnitude!r}; computed {got.label}: "
                     f"{shown(got.value, got.unit)}",
                     "correct the figure, or the architecture record it is computed from",

@@ -1,7 +1,7 @@
-"""The check interface: rules with stable codes, and checks that turn a loaded KB into findings.
+"""The check interface: checks that turn a loaded KB into findings, each of a stable rule code.
 
-A check is a function `(CheckContext) -> Iterable[Finding]` registered with `@check`. Each rule
-code is declared once with `rule(...)`; README's rule table is generated from `RULES`.
+A check is a function `(CheckContext) -> Iterable[Finding]` registered with `@check`; it reports
+findings by rule code, each declared once in the catalogue (flopkb/rules.yaml, `flopkb.rules`).
 Rule code ranges: FKB1xx loading and structure, FKB2xx provenance, FKB3xx references,
 FKB4xx formulas, units and hardware, FKB5xx evidence, FKB6xx graph, FKB9xx architecture records
 and the model-level figures computed from them.
@@ -13,26 +13,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from flopkb.findings import Finding, Severity
+from flopkb.findings import Finding
 from flopkb.kb import KnowledgeBase
-
-
-@dataclass(frozen=True)
-class Rule:
-    code: str
-    severity: Severity
-    summary: str
-
-
-RULES: dict[str, Rule] = {}
-
-
-def rule(code: str, severity: Severity, summary: str) -> Rule:
-    """Declare a rule code once; declaring the same code twice is a programming error."""
-    if code in RULES:
-        raise RuntimeError(f"rule {code} declared twice")
-    RULES[code] = Rule(code, severity, summary)
-    return RULES[code]
+from flopkb.rules import finding_of
 
 
 @dataclass
@@ -44,15 +27,16 @@ class CheckContext:
 
     def finding(
         self,
-        rule_: Rule,
+        code: str,
         record_id: str,
         path: tuple[str | int, ...],
         message: str,
         hint: str | None = None,
     ) -> Finding:
-        """A finding at the YAML node `path` of record `record_id` (or its nearest parent)."""
+        """A finding of rule `code` at the YAML node `path` of record `record_id` (or its nearest
+        parent)."""
         file, line, column = self.kb.where(record_id, *path)
-        return Finding(rule_.code, rule_.severity, file, line, column, record_id, message, hint)
+        return finding_of(code, file, line, column, record_id, message, hint)
 
     def isolated(self, record_id: str, findings: Iterable[Finding]) -> Iterator[Finding]:
         """The findings of one record's checks; an exception there (a bug in flopkb that some
@@ -61,8 +45,8 @@ class CheckContext:
         try:
             yield from findings
         except Exception as exc:
-            yield Finding(
-                "FKB199", Severity.error, self.kb.file_of(record_id), 0, 0, record_id,
+            yield finding_of(
+                "FKB199", self.kb.file_of(record_id), 0, 0, record_id,
                 f"internal error while checking this record: {type(exc).__name__}: "
                 f"{str(exc)[:200]}",
                 "this is a bug in flopkb, not in the records; please report it",

@@ -17,7 +17,6 @@ from typing import Any
 from pydantic import BaseModel
 
 from flopkb.check.base import CheckContext, check
-from flopkb.check.structure import LOADING
 from flopkb.escape import BIDI_CHARS, CONTROL_CHARS, CONTROL_CHARS_IN_BLOCK, escape_char
 from flopkb.findings import Finding
 
@@ -129,7 +128,7 @@ def _record_findings(ctx: CheckContext, rid: str, record: BaseModel) -> Iterator
         control = pattern.search(text)
         if control is not None:
             yield ctx.finding(
-                LOADING["FKB118"], rid, path,
+                "FKB118", rid, path,
                 f"{_dotted(path)}: control character {_described(pattern, text, control)}",
                 "drop it or write out what it stands for (flopkb shows it escaped)"
                 + ("; line breaks and tabs belong in a multi-line field such as prose"
@@ -138,7 +137,7 @@ def _record_findings(ctx: CheckContext, rid: str, record: BaseModel) -> Iterator
         bidi = _BIDI.search(text)
         if bidi is not None:
             yield ctx.finding(
-                LOADING["FKB119"], rid, path,
+                "FKB119", rid, path,
                 f"{_dotted(path)}: bidirectional control {_described(_BIDI, text, bidi)}: it "
                 "reorders the text a reviewer reads",
                 "drop it; flopkb shows it escaped",

@@ -24,21 +24,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from flopkb.check.base import CheckContext, check, rule
-from flopkb.findings import Finding, Severity
+from flopkb.check.base import CheckContext, check
+from flopkb.findings import Finding
 from flopkb.grammar.units import UNITS
 from flopkb.model import AcceleratorRecord, EvidenceRecord
-
-SPEC_VS_DEVICE = rule(
-    "FKB430",
-    Severity.warning,
-    "a datasheet spec disagrees, beyond its rounding, with the device property verify recorded",
-)
-DEVICE_SOURCE = rule(
-    "FKB431",
-    Severity.error,
-    "a spec cites evidence that does not record this property of this accelerator's device",
-)
 
 # how far below the stated capacity the memory a device reports may lie (driver reservation)
 MEMORY_RESERVE = 0.05
@@ -149,7 +138,7 @@ def _accelerator(ctx: CheckContext, acc_id: str, acc: AcceleratorRecord) -> Iter
         ):
             what = f"machine.{prop.machine_key}" if prop else "a device property for it"
             yield ctx.finding(
-                DEVICE_SOURCE, acc_id, ("specs", qid, "source", "id"),
+                "FKB431", acc_id, ("specs", qid, "source", "id"),
                 f"{qid} cites evidence {cited.id}, which does not record {what} of {acc_id}",
                 "cite a source record, or evidence verify wrote on this accelerator",
             )  # fmt: skip
@@ -162,7 +151,7 @@ def _accelerator(ctx: CheckContext, acc_id: str, acc: AcceleratorRecord) -> Iter
         verdict = agrees(prop, float(spec.value), spec.unit, value)
         if verdict is False:
             yield ctx.finding(
-                SPEC_VS_DEVICE, acc_id, ("specs", qid, "value"),
+                "FKB430", acc_id, ("specs", qid, "value"),
                 f"{qid} is {spec.value:g} {spec.unit}, but the device reported "
                 f"{_shown(prop, value)} (evidence {ev.id}, machine.{prop.machine_key})",
                 "check the datasheet figure; where no document states it, store the device's "

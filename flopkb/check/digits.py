@@ -12,23 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from flopkb.check.base import CheckContext, check, rule
-from flopkb.findings import Finding, Severity
+from flopkb.check.base import CheckContext, check
+from flopkb.findings import Finding
 from flopkb.grammar.text import ForeignDigits, foreign_digits
 from flopkb.model import ClassRecord
-
-FOREIGN_DIGITS = rule(
-    "FKB214",
-    Severity.error,
-    "a figure of the prose or of a row's `conditions` is written in digits other than ASCII 0-9",
-)
 
 
 def _finding(
     ctx: CheckContext, rid: str, path: tuple[str | int, ...], what: str, found: ForeignDigits
 ) -> Finding:
     return ctx.finding(
-        FOREIGN_DIGITS, rid, path,
+        "FKB214", rid, path,
         f"{what}: figure {found.figure!r} is written with {found.describe()}; flopkb reads "
         "figures in ASCII digits only",
         f"it reads as {found.ascii!r}: write that, in ASCII digits",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from flopkb.check.base import CheckContext, check, rule
+from flopkb.check.base import CheckContext, check
 from flopkb.check.references import unloaded_reference
 from flopkb.evidence.catalogue import Catalogue
 from flopkb.evidence.declared import EXPERIMENTS_FOLDER
@@ -24,37 +24,8 @@ from flopkb.findings import Finding, Severity
 from flopkb.load.walk import display_path
 from flopkb.model import EvidenceRecord
 
-UNKNOWN_CLAIM = rule("FKB501", Severity.error, "evidence names a claim that does not exist")
-UNKNOWN_EXPERIMENT = rule("FKB502", Severity.error, "evidence names an unknown experiment")
-NO_HASHES = rule("FKB503", Severity.error, "evidence carries no kernel source hashes")
-STALE = rule("FKB504", Severity.warning,
-             "evidence is stale: its kernel sources or its experiment's judge revision changed "
-             "since")
-UNKNOWN_ACCELERATOR = rule("FKB505", Severity.error,
-                           "evidence names an accelerator that is not an accelerator record")
-CLAIM_EXPERIMENT = rule("FKB506", Severity.warning,
-                        "evidence's experiment differs from the one its claim row links to")
-ROW_EXPERIMENT = rule("FKB507", Severity.error,
-                      "a claim row's verify.experiment names no experiment (bundled or the KB's)")
-NOT_REDERIVED = rule("FKB510", Severity.error,
-                     "evidence's verdict is not what its stored measurement gives")
-NO_MEASUREMENT = rule("FKB511", Severity.error,
-                      "evidence's verdict cannot be re-derived: it stores no measurement")
-LEGACY_UNREADABLE = rule("FKB512", Severity.warning,
-                         "schema 3 evidence the current experiment cannot re-read: not trusted")
-INCONSISTENT_VERDICT = rule("FKB513", Severity.error,
-                            "evidence's verdict, measured value or implementation-sensitive "
-                            "flag disagrees with its judgements")
-OWN_JUDGE = rule("FKB517", Severity.info,
-                 "evidence's verdict is not re-derived: the KB's own hook judges it, and "
-                 "validate never runs the KB's code")
-MISSING_ARTIFACT = rule("FKB514", Severity.error,
-                        "evidence lists an artifact that is not a file beside it in the KB")
-UNKNOWN_JUDGE = rule("FKB531", Severity.error,
-                     "evidence names a judge_revision its experiment never declared (above the "
-                     "current one): it is not trusted")
-BY_PROBLEM = {MISMATCH: NOT_REDERIVED, MISSING: NO_MEASUREMENT, LEGACY: LEGACY_UNREADABLE,
-              INCONSISTENT: INCONSISTENT_VERDICT, UNKNOWN_REVISION: UNKNOWN_JUDGE}
+BY_PROBLEM = {MISMATCH: "FKB510", MISSING: "FKB511", LEGACY: "FKB512",
+              INCONSISTENT: "FKB513", UNKNOWN_REVISION: "FKB531"}
 REDERIVE_HINT = ("an evidence record is written by `flopkb verify --gpu`; run it again, or "
                  "remove the record (a claim's magnitude edited since also changes the verdict)")
 
@@ -95,7 +66,7 @@ def _artifacts(ctx: CheckContext, eid: str, ev: EvidenceRecord) -> Iterator[Find
         if path is None or path.is_symlink() or not path.is_file():
             why = ("is not a plain file name beside the record" if not plain
                    else "is not a regular file beside the record")
-            yield ctx.finding(MISSING_ARTIFACT, eid, ("artifacts", i), f"artifact {name!r} {why}",
+            yield ctx.finding("FKB514", eid, ("artifacts", i), f"artifact {name!r} {why}",
                               hint="verify writes the picture beside its evidence; restore it "
                               "or drop it from `artifacts`")
 
@@ -111,33 +82,33 @@ def _one_evidence(ctx: CheckContext, eid: str, ev: EvidenceRecord) -> Iterator[F
             if unloaded is not None:
                 yield unloaded
             else:
-                yield ctx.finding(UNKNOWN_CLAIM, eid, ("claim",),
+                yield ctx.finding("FKB501", eid, ("claim",),
                                   f"claim {ev.claim!r} does not exist",
                                   hint="claims are <class record id>/<row id>")
         elif (found[1].verify and found[1].verify.runs
               and found[1].verify.experiment != ev.experiment):
-            yield ctx.finding(CLAIM_EXPERIMENT, eid, ("experiment",),
+            yield ctx.finding("FKB506", eid, ("experiment",),
                               f"experiment {ev.experiment!r} but {ev.claim} links to "
                               f"{found[1].verify.experiment!r}")
     catalogue = _catalogue(ctx)
     if not catalogue.exists(ev.experiment):
-        yield ctx.finding(UNKNOWN_EXPERIMENT, eid, ("experiment",),
+        yield ctx.finding("FKB502", eid, ("experiment",),
                           f"no experiment {ev.experiment!r} (bundled or in the KB's experiments/)",
                           hint=f"known: {', '.join(sorted(catalogue.experiments))}")
     elif ev.claim is not None and ev.verdict.value in MEASURING:
         info = catalogue.get(ev.experiment)
         if info.runs_kb_code:
-            yield ctx.finding(OWN_JUDGE, eid, ("verdict",),
+            yield ctx.finding("FKB517", eid, ("verdict",),
                               f"{ev.experiment!r} is judged by the KB's hook {info.hook!r}: "
                               "its verdicts are taken as written",
                               hint="sign evidence (`verify --sign-key`, `validate "
                               "--require-signed`) to trust who wrote it, or declare the "
                               "experiment without a hook so validate can re-derive it")
     if not ev.kernel_hashes:
-        yield ctx.finding(NO_HASHES, eid, ("kernel_hashes",),
+        yield ctx.finding("FKB503", eid, ("kernel_hashes",),
                           "kernel_hashes is empty: the evidence cannot say what it ran")
     if ev.accelerator is not None and ev.accelerator not in kb.accelerators:
-        yield ctx.finding(UNKNOWN_ACCELERATOR, eid, ("accelerator",),
+        yield ctx.finding("FKB505", eid, ("accelerator",),
                           f"{ev.accelerator!r} is not an accelerator record")
     yield from _artifacts(ctx, eid, ev)
 
@@ -165,7 +136,7 @@ def _stale_and_links(ctx: CheckContext) -> Iterator[Finding]:
         rule_only = stale.judge and not (stale.changed or stale.added or stale.removed)
         what, where = (("the judging rule", "judge_revision") if rule_only
                        else ("kernel sources", "kernel_hashes"))
-        yield ctx.finding(STALE, stale.evidence, (where,),
+        yield ctx.finding("FKB504", stale.evidence, (where,),
                           f"{what} of {stale.experiment!r} changed since this evidence "
                           f"({stale.describe()})",
                           hint="run `flopkb verify --gpu --claim ...` again on this accelerator")
@@ -182,7 +153,7 @@ def _stale_and_links(ctx: CheckContext) -> Iterator[Finding]:
             broken = _broken_declaration(ctx, catalogue, row.verify.experiment)
             if broken is not None:
                 yield ctx.finding(
-                    ROW_EXPERIMENT, rec.id, where,
+                    "FKB507", rec.id, where,
                     f"{cid}: experiment {row.verify.experiment!r} is declared ({broken.file}) "
                     f"but its declaration has errors, so it is left out; the first: "
                     f"{broken.rule} at line {broken.line}: {broken.message[:200]}",
@@ -190,7 +161,7 @@ def _stale_and_links(ctx: CheckContext) -> Iterator[Finding]:
                 )
                 continue
             yield ctx.finding(
-                ROW_EXPERIMENT, rec.id, where,
+                "FKB507", rec.id, where,
                 f"{cid}: experiment {row.verify.experiment!r} is not declared (neither bundled "
                 "nor in the KB's experiments/)",
                 hint=f"known: {', '.join(sorted(catalogue.experiments))}; or declare it in "

@@ -9,22 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from flopkb.check.base import CheckContext, check, rule
+from flopkb.check.base import CheckContext, check
 from flopkb.check.evidence import _catalogue
 from flopkb.evidence import links
 from flopkb.evidence.catalogue import Catalogue
-from flopkb.evidence.declared import DECLARATION_RULES, EXPERIMENTS_FOLDER
-from flopkb.findings import Finding, Severity
+from flopkb.evidence.declared import EXPERIMENTS_FOLDER
+from flopkb.findings import Finding
 from flopkb.grammar.magnitude import MagnitudeError, parse_magnitude
-
-DECLARATION = {code: rule(code, severity, summary)
-               for code, (severity, summary) in DECLARATION_RULES.items()}
-MAGNITUDE_LINK = rule("FKB527", Severity.error,
-                      "a claim's magnitude form is not a quantity its experiment produces")
-SUBJECT_LINK = rule("FKB528", Severity.error,
-                    "a claim's class is none of its experiment's sides (and the link names none)")
-JUDGED_ON = rule("FKB529", Severity.error,
-                 "a claim link's `judged_on` names no accelerator record of the KB")
 
 
 def _linked(ctx: CheckContext) -> bool:
@@ -59,7 +50,7 @@ def _record_links(ctx: CheckContext, catalogue: Catalogue, rec) -> Iterator[Find
         for ai, acc in enumerate(link.judged_on):
             if acc not in ctx.kb.accelerators:
                 # a misspelt part would make the claim not-applicable everywhere, silently
-                yield ctx.finding(JUDGED_ON, rec.id,
+                yield ctx.finding("FKB529", rec.id,
                                   ("flop", "hardware_parameters", idx, "verify", "judged_on", ai),
                                   f"{rec.id}/{row.id}: judged_on names {acc!r}, which is no "
                                   "accelerator record",
@@ -79,7 +70,7 @@ def _record_links(ctx: CheckContext, catalogue: Catalogue, rec) -> Iterator[Find
             mag = None
         why = links.magnitude_mismatch(decl, mag) if mag is not None else None
         if why:
-            yield ctx.finding(MAGNITUDE_LINK, rec.id, (*where, "experiment"),
+            yield ctx.finding("FKB527", rec.id, (*where, "experiment"),
                               f"{cid}: {link.experiment!r} cannot judge this magnitude: {why}",
                               hint="link an experiment that measures what the claim quotes, or "
                               "declare one in the KB's experiments/ "
@@ -87,7 +78,7 @@ def _record_links(ctx: CheckContext, catalogue: Catalogue, rec) -> Iterator[Find
         why = links.subject_mismatch(decl, rec.id, link.subject)
         if why:
             sides = ", ".join(s.name for s in decl.sides) or "none"
-            yield ctx.finding(SUBJECT_LINK, rec.id,
+            yield ctx.finding("FKB528", rec.id,
                               (*where, "subject" if link.subject else "experiment"),
                               f"{cid}: {link.experiment!r} does not measure this claim: {why}",
                               hint=f"if one of its sides ({sides}) stands for {rec.id}, say "

@@ -10,30 +10,12 @@ from collections.abc import Iterator
 
 import networkx as nx
 
-from flopkb.check.base import CheckContext, check, rule
+from flopkb.check.base import CheckContext, check
 from flopkb.check.references import unloaded_reference
-from flopkb.findings import Finding, Severity
+from flopkb.findings import Finding
 from flopkb.grammar.formula import FormulaError
 from flopkb.hardware.model import HardwareModel, MissingInput, NotApplicable, parsed
 from flopkb.kb import KnowledgeBase
-
-BAD_FORMULA = rule(
-    "FKB401", Severity.error,
-    "a formula outside the whitelist (numbers, quantity ids, + - * / ** and parentheses)",
-)  # fmt: skip
-NOT_A_QUANTITY = rule(
-    "FKB402", Severity.error, "a formula names an id that is not a quantity record"
-)
-CYCLE = rule("FKB403", Severity.error, "computed quantities depend on each other in a cycle")
-EVAL_FAILS = rule(
-    "FKB404", Severity.error,
-    "a computed quantity does not evaluate on an accelerator (division by zero, overflow, NaN)",
-)  # fmt: skip
-TYPED_IN = rule(
-    "FKB405",
-    Severity.error,
-    "an accelerator types in a value for a computed quantity (derive it instead)",
-)
 
 
 class QuantityValues(HardwareModel):
@@ -80,13 +62,13 @@ def quantity_formulas(ctx: CheckContext) -> Iterator[Finding]:
     graph: nx.DiGraph = nx.DiGraph()
     for qid, formula in sorted(values.formulas.items()):
         if isinstance(formula, FormulaError):
-            yield ctx.finding(BAD_FORMULA, qid, ("formula",), str(formula))
+            yield ctx.finding("FKB401", qid, ("formula",), str(formula))
             continue
         for name in sorted(formula.names):
             if name not in values.quantities:
                 unloaded = unloaded_reference(ctx, qid, ("formula",), name, "formula")
                 yield unloaded or ctx.finding(
-                    NOT_A_QUANTITY, qid, ("formula",), f"{name!r} is not a quantity record"
+                    "FKB402", qid, ("formula",), f"{name!r} is not a quantity record"
                 )
             elif name in values.formulas:
                 graph.add_edge(qid, name)
@@ -99,7 +81,7 @@ def quantity_formulas(ctx: CheckContext) -> Iterator[Finding]:
         start = cycle.index(first)
         path = [*cycle[start:], *cycle[:start], first]
         yield ctx.finding(
-            CYCLE, first, ("formula",), "cycle among computed quantities: " + " -> ".join(path)
+            "FKB403", first, ("formula",), "cycle among computed quantities: " + " -> ".join(path)
         )
 
 
@@ -115,7 +97,7 @@ def quantity_values(ctx: CheckContext) -> Iterator[Finding]:
         for qid in acc.specs:
             if qid in values.formulas:
                 yield ctx.finding(
-                    TYPED_IN, acc_id, ("specs", qid),
+                    "FKB405", acc_id, ("specs", qid),
                     f"{qid} is computed ({kb.quantities[qid].formula}); remove the typed value",
                 )  # fmt: skip
 
@@ -132,7 +114,7 @@ def _evaluates(ctx: CheckContext, values: QuantityValues, qid: str) -> Iterator[
         except FormulaError as exc:
             failures.setdefault(str(exc).replace(f" on {acc_id}", ""), []).append(acc_id)
     for message, accs in failures.items():
-        yield ctx.finding(EVAL_FAILS, qid, ("formula",), f"{message} on {', '.join(accs)}")
+        yield ctx.finding("FKB404", qid, ("formula",), f"{message} on {', '.join(accs)}")
 
 
 __all__ = ["MissingInput", "NotApplicable", "QuantityValues", "parsed", "values_of"]

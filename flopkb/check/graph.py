@@ -7,19 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from flopkb.check.base import CheckContext, check, rule
+from flopkb.check.base import CheckContext, check
 from flopkb.check.uses import not_applicable, used_quantities, used_sources
-from flopkb.findings import Finding, Severity
-
-ORPHAN_QUANTITY = rule(
-    "FKB601", Severity.warning,
-    "a quantity no accelerator specifies, no claim depends on and no formula uses",
-)  # fmt: skip
-ORPHAN_SOURCE = rule("FKB602", Severity.warning, "a source that no record cites")
-NOT_APPLICABLE = rule(
-    "FKB603", Severity.info,
-    "a claim depends on a quantity that is null (unsupported) on an accelerator its class lists",
-)  # fmt: skip
+from flopkb.findings import Finding
 
 
 @check
@@ -30,7 +20,7 @@ def graph_checks(ctx: CheckContext) -> Iterator[Finding]:
         # A computed quantity is evaluated on every accelerator (`flopkb hw show`): never an orphan.
         if q.formula is None and qid not in used:
             yield ctx.finding(
-                ORPHAN_QUANTITY, qid, ("id",),
+                "FKB601", qid, ("id",),
                 f"quantity {qid} is used by nothing: no accelerator specifies it, no claim depends "
                 "on it, no formula uses it",
                 "add it to the accelerators' specs, or remove the record",
@@ -39,7 +29,7 @@ def graph_checks(ctx: CheckContext) -> Iterator[Finding]:
     for sid in sorted(ctx.kb.sources):
         if sid not in cited:
             yield ctx.finding(
-                ORPHAN_SOURCE, sid, ("id",),
+                "FKB602", sid, ("id",),
                 f"source {sid} is cited by nothing (no claim, class or accelerator spec)",
                 "cite it where it backs a claim or a spec, or remove the record",
             )  # fmt: skip
@@ -55,7 +45,7 @@ def graph_checks(ctx: CheckContext) -> Iterator[Finding]:
         row = record.flop.hardware_parameters[index]
         for acc in accelerators:
             yield ctx.finding(
-                NOT_APPLICABLE, record_id, ("flop", "hardware_parameters", index, "quantity"),
+                "FKB603", record_id, ("flop", "hardware_parameters", index, "quantity"),
                 f"claim {claim} is not applicable on {acc}: {row.quantity} (or an input of it) "
                 f"is null there",
                 f"expected: verify reports it not-applicable on {acc}; drop {acc} from "

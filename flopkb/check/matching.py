@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from flopkb.check.base import CheckContext, check, rule
-from flopkb.findings import Finding, Severity
+from flopkb.check.base import CheckContext, check
+from flopkb.findings import Finding
 from flopkb.grammar.matching import (
     KNOWN_DEVICE_NAMES,
     MAX_NAME_CHARS,
@@ -17,20 +17,6 @@ from flopkb.grammar.matching import (
     literal_name,
     matches,
 )
-
-BAD_PATTERN = rule(
-    "FKB420", Severity.error,
-    "an accelerator `match` pattern is not a regular expression, or one that could run long",
-)  # fmt: skip
-MATCHES_ANY = rule(
-    "FKB421", Severity.error,
-    "an accelerator `match` pattern matches any GPU name (it finds a name no GPU has)",
-)  # fmt: skip
-OVERLAP = rule(
-    "FKB422", Severity.error,
-    "the `match` patterns of two accelerators claim the same device name",
-)  # fmt: skip
-
 
 # pattern searches for the overlap check, at most
 MAX_SEARCHES = 300_000
@@ -72,12 +58,12 @@ def match_patterns(ctx: CheckContext) -> Iterator[Finding]:
             compiled = compile_pattern(text)
             if isinstance(compiled, str):
                 yield ctx.finding(
-                    BAD_PATTERN, acc_id, ("match", i), f"match[{i}]: {_short(text)!r}: {compiled}",
+                    "FKB420", acc_id, ("match", i), f"match[{i}]: {_short(text)!r}: {compiled}",
                     "a case-insensitive regular expression such as '^NVIDIA H200$'",
                 )  # fmt: skip
             elif any(compiled.search(probe) for probe in PROBES):
                 yield ctx.finding(
-                    MATCHES_ANY, acc_id, ("match", i),
+                    "FKB421", acc_id, ("match", i),
                     f"match[{i}]: {_short(text)!r} matches any GPU name",
                     "anchor the device's own name: '^NVIDIA H200$'",
                 )  # fmt: skip
@@ -105,7 +91,7 @@ def _overlaps(ctx: CheckContext, usable: dict[str, list[str]]) -> Iterator[Findi
                 reported.add((a, b))
                 per_record[a] = per_record.get(a, 0) + 1
                 yield ctx.finding(
-                    OVERLAP, a, ("match",),
+                    "FKB422", a, ("match",),
                     f"{_short(name)!r} is claimed by {a} and by {b}: verify would take the first "
                     "by id order",
                     "make each pattern match only its own device's name",

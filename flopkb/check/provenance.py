@@ -16,63 +16,17 @@ from collections.abc import Iterator
 from functools import cached_property
 
 from flopkb import budget
-from flopkb.check.base import CheckContext, check, rule
-from flopkb.check.formulas import (
-    BAD_FORMULA,
-    NOT_A_QUANTITY,
-    MissingInput,
-    NotApplicable,
-    parsed,
-    values_of,
-)
+from flopkb.check.base import CheckContext, check
+from flopkb.check.formulas import MissingInput, NotApplicable, parsed, values_of
 from flopkb.check.references import unloaded_reference
 from flopkb.evidence.pooled import pooled
-from flopkb.findings import Finding, Severity
+from flopkb.findings import Finding
 from flopkb.grammar.formula import FormulaError
 from flopkb.grammar.magnitude import MagnitudeError, parse_magnitude
 from flopkb.grammar.text import closest_span, normalise
 from flopkb.hardware.derived import judge, quantity_unit
 from flopkb.kb import KnowledgeBase
 from flopkb.model import Basis, ClassRecord
-
-NOT_VERBATIM = rule(
-    "FKB201", Severity.error, "`effect` is not a verbatim span of the record's prose"
-)
-NEW_FIGURE = rule("FKB202", Severity.error, "`magnitude` has a figure the prose never quotes")
-BAD_MAGNITUDE = rule(
-    "FKB203", Severity.error, "`magnitude` does not parse in the magnitude grammar"
-)
-DRESSED_UP = rule("FKB204", Severity.error, "an `unverified` row carries a source or a formula")
-CITED_NO_SOURCE = rule("FKB205", Severity.error, "a `cited` row has no `source`")
-CITED_NO_LOCATOR = rule("FKB206", Severity.error, "a `cited` row's source has no locator")
-DERIVED_NO_FORMULA = rule(
-    "FKB207", Severity.error, "a `derived` row has no `formula` (nor `derived_from`)"
-)
-DERIVED_FAILS = rule(
-    "FKB208",
-    Severity.error,
-    "a `derived` row's formula does not evaluate on an affected accelerator",
-)
-MEASURED_NO_EVIDENCE = rule(
-    "FKB209", Severity.error,
-    "a `measured` row has no confirmed evidence on an accelerator in affected_by_hardware",
-)  # fmt: skip
-DUPLICATE_ROW = rule("FKB210", Severity.error, "two claim rows of one record share an id")
-UNDERSTATED = rule(
-    "FKB211",
-    Severity.warning,
-    "an `unverified` row has confirmed evidence: its basis could be `measured`",
-)
-DERIVED_DISAGREES = rule(
-    "FKB213",
-    Severity.error,
-    "a `derived` row's formula evaluates to a value its magnitude does not cover (with rounding)",
-)
-NOTHING_TO_EVALUATE = rule(
-    "FKB212",
-    Severity.warning,
-    "a `derived` row's record lists no affected accelerator to evaluate on",
-)
 
 _NUMBER = re.compile(r"(?<![\d.])\d+(?:\.\d+)?(?![\d])")
 # a figure with thousands separators ("1,979 TOPS") is also a token, as written
@@ -144,7 +98,7 @@ def _record(
         at = ("flop", "hardware_parameters", i)
         if row.id in seen:
             yield ctx.finding(
-                DUPLICATE_ROW,
+                "FKB210",
                 rid,
                 (*at, "id"),
                 f"row id {row.id!r} also used by row {seen[row.id]}",
@@ -159,7 +113,7 @@ def _record(
             span = closest_span(prose.text, effect, prose.words) if hints_left > 0 else None
             hints_left -= 1
             yield ctx.finding(
-                NOT_VERBATIM, rid, (*at, "effect"),
+                "FKB201", rid, (*at, "effect"),
                 f"effect {_cut(row.effect)} is not in the prose",
                 f"closest span of the prose: {span!r}" if span is not None else None,
             )  # fmt: skip
@@ -214,7 +168,7 @@ def _magnitude(
         magnitude = parse_magnitude(text)
     except MagnitudeError as exc:
         yield ctx.finding(
-            BAD_MAGNITUDE, rid, (*at, "magnitude"), str(exc),
+            "FKB203", rid, (*at, "magnitude"), str(exc),
             exc.hint or "see docs/validate.md#the-magnitude-grammar",
         )  # fmt: skip
         return
@@ -225,14 +179,14 @@ def _magnitude(
             continue
         if figure not in prose.tokens:
             yield ctx.finding(
-                NEW_FIGURE, rid, (*at, "magnitude"),
+                "FKB202", rid, (*at, "magnitude"),
                 f"figure {figure} of magnitude {text!r} is not quoted in the prose",
                 "a row reproduces figures the prose quotes; measured values belong in evidence",
             )  # fmt: skip
     for size in sizes:
         if not prose.quotes_size(size):
             yield ctx.finding(
-                NEW_FIGURE, rid, (*at, "magnitude"),
+                "FKB202", rid, (*at, "magnitude"),
                 f"size {size} of magnitude {text!r} is not quoted in the prose",
             )  # fmt: skip
 
@@ -254,23 +208,23 @@ def _basis(
         for name in ("source", "formula"):
             if getattr(row, name) is not None:
                 yield ctx.finding(
-                    DRESSED_UP, rid, (*at, name), f"an unverified row must not carry a {name}",
+                    "FKB204", rid, (*at, name), f"an unverified row must not carry a {name}",
                     "drop it, or set the basis it earns (cited, derived)",
                 )  # fmt: skip
         if confirmed_on:
             yield ctx.finding(
-                UNDERSTATED, rid, (*at, "basis"),
+                "FKB211", rid, (*at, "basis"),
                 f"{claim} has confirmed evidence on {', '.join(sorted(confirmed_on))}",
                 "set basis: measured",
             )  # fmt: skip
     elif row.basis is Basis.cited:
         if row.source is None:
             yield ctx.finding(
-                CITED_NO_SOURCE, rid, (*at, "basis"), "a cited row needs `source: {id, locator}`"
+                "FKB205", rid, (*at, "basis"), "a cited row needs `source: {id, locator}`"
             )
         elif not (row.source.locator or "").strip():
             yield ctx.finding(
-                CITED_NO_LOCATOR, rid, (*at, "source"), f"source {row.source.id!r} has no locator",
+                "FKB206", rid, (*at, "source"), f"source {row.source.id!r} has no locator",
                 "say where in the source: section, figure, table or page",
             )  # fmt: skip
     elif row.basis is Basis.derived:
@@ -279,7 +233,7 @@ def _basis(
         affected = set(record.affected_by_hardware)
         if not confirmed_on & affected:
             yield ctx.finding(
-                MEASURED_NO_EVIDENCE, rid, (*at, "basis"),
+                "FKB209", rid, (*at, "basis"),
                 f"no confirmed evidence for {claim} on an accelerator in affected_by_hardware",
                 "run `flopkb verify --claim " + claim + "`, or set the basis the row earns",
             )  # fmt: skip
@@ -292,7 +246,7 @@ def _derived(ctx: CheckContext, rid: str, record: ClassRecord, i: int) -> Iterat
         return  # computed from architecture records: flopkb.check.architectures checks it
     if row.formula is None or not row.formula.strip():
         yield ctx.finding(
-            DERIVED_NO_FORMULA,
+            "FKB207",
             rid,
             (*at, "basis"),
             "a derived row needs a `formula` over quantities",
@@ -304,7 +258,7 @@ def _derived(ctx: CheckContext, rid: str, record: ClassRecord, i: int) -> Iterat
         parsed_memo[row.formula] = parsed(row.formula)
     formula = parsed_memo[row.formula]
     if isinstance(formula, FormulaError):
-        yield ctx.finding(BAD_FORMULA, rid, (*at, "formula"), str(formula))
+        yield ctx.finding("FKB401", rid, (*at, "formula"), str(formula))
         return
     for name in sorted(formula.names - ctx.kb.quantities.keys()):
         unloaded = unloaded_reference(ctx, rid, (*at, "formula"), name, "formula")
@@ -315,11 +269,11 @@ def _derived(ctx: CheckContext, rid: str, record: ClassRecord, i: int) -> Iterat
     )
     if unknown:
         names = ", ".join(repr(n) for n in unknown)
-        yield ctx.finding(NOT_A_QUANTITY, rid, (*at, "formula"), f"{names}: not a quantity record")
+        yield ctx.finding("FKB402", rid, (*at, "formula"), f"{names}: not a quantity record")
         return
     if not record.affected_by_hardware:
         yield ctx.finding(
-            NOTHING_TO_EVALUATE, rid, (*at, "formula"), "no affected accelerator to evaluate on"
+            "FKB212", rid, (*at, "formula"), "no affected accelerator to evaluate on"
         )
         return
     values = values_of(ctx)
@@ -350,11 +304,11 @@ def _derived(ctx: CheckContext, rid: str, record: ClassRecord, i: int) -> Iterat
             continue
         elif isinstance(outcome, MissingInput):
             yield ctx.finding(
-                DERIVED_FAILS, rid, (*at, "formula"), f"does not evaluate on {acc_id}: {outcome}"
+                "FKB208", rid, (*at, "formula"), f"does not evaluate on {acc_id}: {outcome}"
             )
         else:
             yield ctx.finding(
-                DERIVED_FAILS, rid, (*at, "formula"), f"fails on {acc_id}: {outcome}"
+                "FKB208", rid, (*at, "formula"), f"fails on {acc_id}: {outcome}"
             )
     if disagreeing:
         # one finding per row, naming each computed value and where: a constant formula gives
@@ -367,7 +321,7 @@ def _derived(ctx: CheckContext, rid: str, record: ClassRecord, i: int) -> Iterat
         shown = "; ".join(groups[:4]) + (f"; and {len(groups) - 4} more" if len(groups) > 4 else "")
         covered = cover_text if cover_text.startswith(("[", "(")) else None
         yield ctx.finding(
-            DERIVED_DISAGREES, rid, (*at, "magnitude"),
+            "FKB213", rid, (*at, "magnitude"),
             f"formula {_cut(formula.text, 80)} computes {shown}; magnitude "
             f"{_cut(row.magnitude, 60)} "
             + (f"covers {covered}{shown_unit}" if covered else f"cannot be compared: {cover_text}"),

@@ -12,19 +12,12 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from flopkb.check.base import CheckContext, check, rule
-from flopkb.findings import Finding, Severity
+from flopkb.check.base import CheckContext, check
+from flopkb.findings import Finding
 from flopkb.kb import KnowledgeBase
 from flopkb.load import dotted
 from flopkb.model import AcceleratorRecord, ClassRecord, QuantityRecord, SourceRecord
 from flopkb.paths import bundled_root
-
-MISSING = rule("FKB301", Severity.error, "a reference names a record that does not exist")
-WRONG_KIND = rule("FKB302", Severity.error, "a reference names a record of the wrong kind")
-UNLOADED = rule(
-    "FKB303", Severity.error,
-    "a reference names a record (or claim row) that failed to load; never suppressed inline",
-)  # fmt: skip
 
 
 def unloaded_reference(
@@ -36,7 +29,7 @@ def unloaded_reference(
     if file is None:
         return None
     return ctx.finding(
-        UNLOADED, rid, path, f"{what}: {target!r} is in a record that failed to load ({file})",
+        "FKB303", rid, path, f"{what}: {target!r} is in a record that failed to load ({file})",
         "fix that file first: its own findings say why it does not load",
     )  # fmt: skip
 
@@ -155,7 +148,7 @@ def _unresolved(
     if found is None:
         if target in kb.unloaded:
             yield ctx.finding(
-                UNLOADED, rid, path,
+                "FKB303", rid, path,
                 f"{field}: {target!r} is a record that failed to load ({kb.unloaded[target]}); "
                 f"expected {noun}",
                 "fix that file first: its own findings say why it does not load",
@@ -166,11 +159,11 @@ def _unresolved(
             close = hints.closest(target, expected)
             hint = f"did you mean {close!r}?" if close else None
         yield ctx.finding(
-            MISSING, rid, path, f"{field}: {target!r} is not a record; expected {noun}", hint
+            "FKB301", rid, path, f"{field}: {target!r} is not a record; expected {noun}", hint
         )
     else:
         yield ctx.finding(
-            WRONG_KIND, rid, path,
+            "FKB302", rid, path,
             f"{field}: {target!r} is {_article(found.kind.value)} record "
             f"({kb.file_of(target)}); expected {noun}",
         )  # fmt: skip

@@ -7,13 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from flopkb.check.base import CheckContext, rule
+from flopkb.check.base import CheckContext
 from flopkb.evidence import signing
-from flopkb.findings import Finding, Severity
-
-UNSIGNED = rule("FKB515", Severity.error, "evidence is not signed (--require-signed)")
-BAD_SIGNATURE = rule("FKB516", Severity.error,
-                     "evidence's signature does not verify against the KB's allowed_signers")
+from flopkb.findings import Finding
 
 
 def signature_findings(ctx: CheckContext) -> Iterator[Finding]:
@@ -36,21 +32,21 @@ def _one(ctx: CheckContext, eid: str, ev, signers, why: str | None) -> Iterator[
     try:
         signature = signing.read_signature(file)
     except signing.SigningError as exc:
-        yield ctx.finding(BAD_SIGNATURE, eid, ("id",), str(exc))
+        yield ctx.finding("FKB516", eid, ("id",), str(exc))
         return
     if signature is None:
-        yield ctx.finding(UNSIGNED, eid, ("id",), f"no signature {file.name}.sig beside the record",
+        yield ctx.finding("FKB515", eid, ("id",), f"no signature {file.name}.sig beside the record",
                           hint=f"sign it: flopkb evidence sign {file.name} --key PATH")
         return
     if signers is None:
-        yield ctx.finding(BAD_SIGNATURE, eid, ("id",), f"cannot verify the signature: {why}")
+        yield ctx.finding("FKB516", eid, ("id",), f"cannot verify the signature: {why}")
         return
     try:
         checked = signing.verify(ev, signature, signers)
     except signing.SigningError as exc:
-        yield ctx.finding(BAD_SIGNATURE, eid, ("id",), f"cannot verify the signature: {exc}")
+        yield ctx.finding("FKB516", eid, ("id",), f"cannot verify the signature: {exc}")
         return
     if not checked.ok:
-        yield ctx.finding(BAD_SIGNATURE, eid, ("id",), checked.why,
+        yield ctx.finding("FKB516", eid, ("id",), checked.why,
                           hint="re-sign it with a key listed in allowed_signers, after checking "
                           "what changed")

@@ -1,22 +1,15 @@
-"""Structure across files: ids equal stems, kinds in their folders, ids unique, versions accepted.
-
-Also registers the loading-stage rule codes (FKB101-FKB130, FKB199) that `flopkb.load` emits, so
-that every code lives in `RULES`.
-"""
+"""Structure across files: ids equal stems, kinds in their folders, ids unique, versions known."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
 
-from flopkb.check.base import CheckContext, check, rule
-from flopkb.findings import Finding, Severity
-from flopkb.load import LOAD_RULES, compose_node, locate
+from flopkb.check.base import CheckContext, check
+from flopkb.findings import Finding
+from flopkb.load import compose_node, locate
 from flopkb.model import ACCEPTED_SCHEMA_VERSIONS, FOLDER_BY_KIND, ClassRecord, EvidenceRecord
-
-# The loading stage emits these codes itself (it cannot import this package); declare them here.
-LOADING = {code: rule(code, severity, summary) for code, (severity, summary) in LOAD_RULES.items()}
-FKB199 = LOADING["FKB199"]
+from flopkb.rules import finding_of
 
 
 @check
@@ -25,7 +18,7 @@ def id_matches_file(ctx: CheckContext) -> Iterator[Finding]:
     for rid, path in ctx.kb.files.items():
         if path.stem != rid:
             yield ctx.finding(
-                LOADING["FKB125"], rid, ("id",),
+                "FKB125", rid, ("id",),
                 f"id {rid!r} differs from the file stem {path.stem!r}",
                 f"rename the file to {rid}{path.suffix} or the id to {path.stem!r}",
             )  # fmt: skip
@@ -41,7 +34,7 @@ def kind_in_folder(ctx: CheckContext) -> Iterator[Finding]:
         folder = FOLDER_BY_KIND[record.kind]
         if path.parent.name != folder:
             yield ctx.finding(
-                LOADING["FKB126"], rid, ("kind",),
+                "FKB126", rid, ("kind",),
                 f"a {record.kind.value} record belongs in records/{folder}/, "
                 f"found in {path.parent.name}/",
             )  # fmt: skip
@@ -52,8 +45,8 @@ def unique_ids(ctx: CheckContext) -> Iterator[Finding]:
     """FKB127: two files define the same id; the finding sits in the second and names the first."""
     for rid, kept, other in ctx.kb.duplicates:
         line, column = locate(compose_node(Path(other), ctx.kb.limits), ("id",))
-        yield Finding(
-            "FKB127", Severity.error, other, line, column, rid,
+        yield finding_of(
+            "FKB127", other, line, column, rid,
             f"id {rid!r} is already defined in {kept}", "ids are unique across the KB",
         )  # fmt: skip
 
@@ -65,7 +58,7 @@ def schema_versions(ctx: CheckContext) -> Iterator[Finding]:
     for rid, record in ctx.kb.records.items():
         if record.schema_version not in ACCEPTED_SCHEMA_VERSIONS:
             yield ctx.finding(
-                LOADING["FKB128"], rid, ("schema_version",),
+                "FKB128", rid, ("schema_version",),
                 f"schema_version {record.schema_version} is not accepted (accepted: {accepted})",
                 "see schema/CHANGELOG.md",
             )  # fmt: skip
@@ -75,7 +68,7 @@ def schema_versions(ctx: CheckContext) -> Iterator[Finding]:
             and record.flop.hardware_parameters
         ):
             yield ctx.finding(
-                LOADING["FKB129"], rid, ("flop", "hardware_parameters"),
+                "FKB129", rid, ("flop", "hardware_parameters"),
                 "flop.hardware_parameters needs schema_version 2 (added in version 2)",
                 "set schema_version: 2",
             )  # fmt: skip
@@ -85,7 +78,7 @@ def schema_versions(ctx: CheckContext) -> Iterator[Finding]:
             and (record.judgements or record.implementation_sensitive)
         ):
             yield ctx.finding(
-                LOADING["FKB129"], rid, ("judgements",),
+                "FKB129", rid, ("judgements",),
                 "judgements and implementation_sensitive need schema_version 3 (added in "
                 "version 3)", "set schema_version: 3",
             )  # fmt: skip
@@ -96,7 +89,7 @@ def schema_versions(ctx: CheckContext) -> Iterator[Finding]:
                  or any(j.rounds for j in record.judgements))
         ):
             yield ctx.finding(
-                LOADING["FKB129"], rid, ("rounds",),
+                "FKB129", rid, ("rounds",),
                 "rounds and tolerance need schema_version 4 (added in version 4)",
                 "set schema_version: 4",
             )  # fmt: skip

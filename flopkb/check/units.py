@@ -13,25 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from flopkb.check.base import CheckContext, check, rule
-from flopkb.findings import Finding, Severity
+from flopkb.check.base import CheckContext, check
+from flopkb.findings import Finding
 from flopkb.grammar.units import UNITS
 from flopkb.model import AcceleratorRecord
-
-UNIT_CONVERTIBLE = rule(
-    "FKB410",
-    Severity.error,
-    "a spec is in a unit other than its quantity's canonical unit (convertible)",
-)
-UNIT_MISMATCH = rule(
-    "FKB411", Severity.error, "a spec's unit is not a unit of its quantity's dimension"
-)
-NULL_WITHOUT_NOTE = rule(
-    "FKB412", Severity.error, "a null spec (absent feature) has no note saying why"
-)
-MISSING_REQUIRED_SPEC = rule(
-    "FKB413", Severity.warning, "an accelerator does not specify a required datasheet quantity"
-)
 
 # The datasheet quantities every accelerator gives (docs/kb.md, "What the KB holds").
 REQUIRED_SPECS = (
@@ -68,7 +53,7 @@ def _accelerator_units(
         path = ("specs", qid)
         if spec.value is None and not (spec.note and spec.note.strip()):
             yield ctx.finding(
-                NULL_WITHOUT_NOTE, acc_id, path,
+                "FKB412", acc_id, path,
                 f"{qid} is null (not supported) but has no note saying why",
                 "add note: e.g. 'Hopper has no INT4 tensor-core path'",
             )  # fmt: skip
@@ -85,20 +70,20 @@ def _accelerator_units(
             if converted is not None:
                 hint = f"store value: {converted:.6g}, unit: {quantity.unit}"
             yield ctx.finding(
-                UNIT_CONVERTIBLE, acc_id, (*path, "unit"),
+                "FKB410", acc_id, (*path, "unit"),
                 f"{qid} is given in {spec.unit!r}; its quantity is in {quantity.unit!r}",
                 hint,
             )  # fmt: skip
         else:
             yield ctx.finding(
-                UNIT_MISMATCH, acc_id, (*path, "unit"),
+                "FKB411", acc_id, (*path, "unit"),
                 f"{qid} is given in {spec.unit!r}, not a unit of {qid} ({quantity.unit!r})",
                 f"expected {quantity.unit!r}",
             )  # fmt: skip
     for qid in REQUIRED_SPECS:
         if qid in quantities and qid not in acc.specs:
             yield ctx.finding(
-                MISSING_REQUIRED_SPEC, acc_id, ("specs",),
+                "FKB413", acc_id, ("specs",),
                 f"{acc_id} does not specify {qid}",
                 f"add {qid} with value, unit and source (or value: null and a note)",
             )  # fmt: skip

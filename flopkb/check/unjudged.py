@@ -13,12 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from flopkb.check.base import CheckContext, check, rule
+from flopkb.check.base import CheckContext, check
 from flopkb.check.uses import not_applicable
-from flopkb.findings import Finding, Severity
-
-UNJUDGED = rule("FKB532", Severity.warning,
-                "a claim row with no experiment link, no derivation and no stated reason")
+from flopkb.findings import Finding
 
 
 def _judged(row) -> bool:
@@ -39,7 +36,7 @@ def unjudged_claims(ctx: CheckContext) -> Iterator[Finding]:
         if excused.get(cid):
             continue
         yield ctx.finding(
-            UNJUDGED, rec.id, ("flop", "hardware_parameters", index),
+            "FKB532", rec.id, ("flop", "hardware_parameters", index),
             f"{cid}: nothing judges this claim: no experiment link, no derivation, no stated "
             "reason",
             hint="link an experiment (`verify: {experiment: ...}`, docs/verify-your-own-claim.md)"

@@ -37,6 +37,7 @@ from flopkb.load import Limits, Locator, read_document
 from flopkb.load.structure import _finding
 from flopkb.load.walk import display_path
 from flopkb.model.experiment import GENERIC_QUANTITIES, Experiment
+from flopkb.rules import finding_of
 
 BUNDLED_HOOKS = "flopkb.verify.experiments."
 # What counts as kernel source below an operator folder: Python/Triton and CUDA (a kernel built
@@ -85,21 +86,6 @@ class ExperimentInfo:
         return ""
 
 
-E = Severity.error
-# Rule codes of declarations (registered in RULES by flopkb.check.experiments); the typed-link
-# rules (FKB527, FKB528) are the check's own.
-DECLARATION_RULES: dict[str, tuple[Severity, str]] = {
-    "FKB520": (E, "an experiment's id differs from its file stem, or is declared twice"),
-    "FKB521": (E, "an experiment's hook names no module flopkb can load"),
-    "FKB522": (E, "an experiment names an implementation that nothing can run"),
-    "FKB523": (E, "a callable (`module:function`) resolves to no function in the KB's kernels/"),
-    "FKB524": (E, "an experiment's axis, point, shape or formula names no axis, or is malformed"),
-    "FKB525": (E, "a hook-less experiment says too little to run: no produced quantity, no "
-                  "reference, or a quantity only a hook can produce"),
-    "FKB526": (E, "an experiment's produced quantity names a side it does not have"),
-    "FKB530": (E, "an experiment's `kernels:` entry is no path inside kernels/ (absolute, `..`, "
-                  "too long or too many, or a link leading out), or names too many files"),
-}
 # What verify and validate call on a hook module (its DEFAULTS may come from the declaration).
 PROTOCOL = ("cpu_check", "measure", "judge")
 MAX_DECLARATIONS = 1000
@@ -378,7 +364,7 @@ def _files(folder: Path) -> tuple[list[Path], list[Finding]]:
     names = [n for n in names if n.endswith(SUFFIXES) and not n.startswith(".")]
     findings = []
     if len(names) > MAX_DECLARATIONS:
-        findings.append(Finding("FKB133", E, str(folder), 0, 0, None,
+        findings.append(finding_of("FKB133", str(folder), 0, 0, None,
                                 f"{len(names)} experiment declarations; at most "
                                 f"{MAX_DECLARATIONS} are read", None))
     return [folder / n for n in names[:MAX_DECLARATIONS]], findings
@@ -396,7 +382,7 @@ def load_folder(root: Path, *, bundled: bool) -> tuple[dict, list[Finding], dict
             found, info = _one(root, path, display, bundled)
         except Exception as exc:
             # a bug some declaration trips is that declaration's finding, never the run's
-            found, info = [Finding("FKB199", E, display, 0, 0, path.stem,
+            found, info = [finding_of("FKB199", display, 0, 0, path.stem,
                                    f"internal error reading this experiment: "
                                    f"{type(exc).__name__}: {str(exc)[:200]}",
                                    "this is a bug in flopkb; please report it")], None
@@ -404,7 +390,7 @@ def load_folder(root: Path, *, bundled: bool) -> tuple[dict, list[Finding], dict
         if info is None:
             continue
         if info.name in infos:
-            findings.append(Finding("FKB520", E, display, 1, 1, info.name,
+            findings.append(finding_of("FKB520", display, 1, 1, info.name,
                                     f"experiment {info.name!r} is declared twice (also in "
                                     f"{infos[info.name].file})", None))
             continue
@@ -429,15 +415,14 @@ def _one(root: Path, path: Path, display: str, bundled: bool):
 
     def add(code: str, where: tuple, message: str, hint: str | None) -> None:
         line, column = locator.locate(where)
-        findings.append(Finding(code, DECLARATION_RULES[code][0], display, line, column, exp.id,
-                                message, hint))
+        findings.append(finding_of(code, display, line, column, exp.id, message, hint))
 
     if exp.id != stem:
         add("FKB520", ("id",), f"id {exp.id!r} differs from the file stem {stem!r}",
             f"rename the file to {exp.id}{path.suffix}")
     for code, where, message, hint in _semantics(root, exp):
         add(code, where, message, hint)
-    if any(f.severity is E for f in findings):
+    if any(f.severity is Severity.error for f in findings):
         return findings, None
     sides = tuple(Side(s.name, tuple(i.name for i in s.implementations))
                   for s in exp.sides)

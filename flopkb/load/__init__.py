@@ -6,7 +6,6 @@ inside a record to its line and column.
 """
 
 from flopkb.load.locate import Locator, locate, locate_key
-from flopkb.load.rules import LOAD_RULES, load_finding
 from flopkb.load.structure import dotted, to_record
 from flopkb.load.yamlfile import (
     DEFAULT_MAX_BYTES,
@@ -20,13 +19,11 @@ from flopkb.load.yamlfile import (
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_DEPTH",
-    "LOAD_RULES",
     "Document",
     "Limits",
     "Locator",
     "compose_node",
     "dotted",
-    "load_finding",
     "locate",
     "locate_key",
     "read_document",

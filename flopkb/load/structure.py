@@ -16,10 +16,10 @@ from pydantic import BaseModel, ValidationError
 from flopkb import budget
 from flopkb.findings import Finding
 from flopkb.load.locate import Locator
-from flopkb.load.rules import load_finding
 from flopkb.load.salvage import salvage
 from flopkb.load.yamlfile import Document, Limits, compose_node
 from flopkb.model import MODEL_BY_KIND, Kind, RecordBase
+from flopkb.rules import finding_of
 
 _KINDS = [k.value for k in Kind]
 _MAX_SHOWN = 60
@@ -95,7 +95,7 @@ def to_record(
 
     def add(code: str, loc: tuple[str | int, ...], message: str, hint: str | None = None) -> None:
         line, column = locator.locate(loc)
-        findings.append(load_finding(code, doc.display, line, column, record_id, message, hint))
+        findings.append(finding_of(code, doc.display, line, column, record_id, message, hint))
 
     kind = data.get("kind")
     if kind not in _KINDS:
@@ -165,4 +165,4 @@ def _finding(
             hint = "ids match ^[a-z0-9][a-z0-9_-]*$: lowercase, digits, '-' and '_'; no '/' or '..'"
         else:
             code, message = "FKB121", f"{where}: {err['msg']} (got {_shown(err['input'])})"
-    return load_finding(code, doc.display, line, column, record_id, message, hint)
+    return finding_of(code, doc.display, line, column, record_id, message, hint)

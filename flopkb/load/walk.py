@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from flopkb.findings import Finding
-from flopkb.load.rules import load_finding
 from flopkb.load.safefile import describe
+from flopkb.rules import finding_of
 
 RECORD_SUFFIXES = (".yaml", ".yml")
 
@@ -70,7 +70,7 @@ def _inside(path: str, folder: str) -> bool:
 
 
 def _finding(code: str, path: str, message: str, hint: str | None = None) -> Finding:
-    return load_finding(code, display_path(path), 0, 0, None, message, hint)
+    return finding_of(code, display_path(path), 0, 0, None, message, hint)
 
 
 def check_link(link: str, inside: str) -> tuple[str | None, Finding | None]:

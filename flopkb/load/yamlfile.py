@@ -33,8 +33,8 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from flopkb import budget
 from flopkb.findings import Finding
-from flopkb.load.rules import load_finding
 from flopkb.load.safefile import RefusedFile, read_regular
+from flopkb.rules import finding_of
 
 try:
     from yaml._yaml import CParser, get_version
@@ -151,7 +151,7 @@ class _Builder:
     def error(self, code: str, node: Node, message: str, hint: str | None = None) -> None:
         mark = node.start_mark
         self.doc.findings.append(
-            load_finding(
+            finding_of(
                 code, self.doc.display, mark.line + 1, mark.column + 1, None, message, hint
             )
         )
@@ -272,7 +272,7 @@ def read_document(
     doc = Document(path=path, display=display)
 
     def whole_file(code: str, message: str, line: int = 0, column: int = 0) -> Document:
-        doc.findings.append(load_finding(code, display, line, column, None, message))
+        doc.findings.append(finding_of(code, display, line, column, None, message))
         return doc
 
     try:
@@ -359,7 +359,7 @@ def _refuse_anchors(raw: bytes, doc: Document) -> bool:
         seen.add((what, anchor))
         mark = event.start_mark
         doc.findings.append(
-            load_finding(
+            finding_of(
                 "FKB107", doc.display, mark.line + 1, mark.column + 1, None,
                 f"{what} {anchor!r} refused: anchors and aliases are not allowed in records",
                 "write the value out in full",

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 import flopkb.check  # noqa: F401 - registers every rule
-from flopkb.check.base import RULES
+from flopkb.rules import RULES
 from tools.docs import pages, rules, verdicts
 from tools.docs.fmt import band
 from tools.docs.markers import BLOCK, blocks_in, regenerate

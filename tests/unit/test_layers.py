@@ -18,9 +18,9 @@ ROOT = Path(__file__).resolve().parents[2]
 # Bottom to top: a module imports from its own layer or those below it. `flopkb` alone is the
 # package root (its version); a name is a module or a package and everything below it.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("foundations", ("flopkb", "flopkb.budget", "flopkb.findings", "flopkb.escape",
-                     "flopkb.plural", "flopkb.extras", "flopkb.config", "flopkb.paths",
-                     "flopkb.kernelpkg", "flopkb.grammar")),
+    ("foundations", ("flopkb", "flopkb.budget", "flopkb.findings", "flopkb.rules",
+                     "flopkb.escape", "flopkb.plural", "flopkb.extras", "flopkb.config",
+                     "flopkb.paths", "flopkb.kernelpkg", "flopkb.grammar")),
     # the pydantic records; reading a file turns YAML into them, so `load` sits above `model`
     ("model", ("flopkb.model",)),
     # KB files read (bounded, located, with inline suppressions) and written (atomically, with

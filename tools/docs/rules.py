@@ -1,16 +1,15 @@
-"""docs/rules.md, the one table of rule codes, written whole from the rule registry
-(`flopkb.check.base.RULES`): a table per code family, each under its own heading so that other
-pages can link to a family (`rules.md#fkb5xx-evidence`)."""
+"""docs/rules.md, the one table of rule codes, written whole from the rule catalogue
+(flopkb/rules.yaml, `flopkb.rules.RULES`): a table per code family, each under its own heading
+so that other pages can link to a family (`rules.md#fkb5xx-evidence`)."""
 
 from __future__ import annotations
 
-from flopkb.check import load_checks
-from flopkb.check.base import RULES
+from flopkb.rules import RULES
 
 from .fmt import table
 
 PATH = "docs/rules.md"
-# The hundreds digit of a code names its family (flopkb/check/base.py says the same).
+# The hundreds digit of a code names its family (flopkb/rules.yaml groups them the same way).
 FAMILIES = {
     "1": "loading and structure",
     "2": "provenance",
@@ -24,7 +23,7 @@ FAMILIES = {
 INTRO = """\
 # Rule codes of `flopkb validate`
 
-<!-- Written by `python -m tools.docs` from the rule registry; edit the rules, not this page. -->
+<!-- Written by `python -m tools.docs` from flopkb/rules.yaml; edit the catalogue, not this. -->
 
 Every finding names one of these codes. The codes are stable: a code is never reused for another
 rule. Severities: `error` fails a run, `warning` fails under `--strict`, `info` is reported and
@@ -40,7 +39,6 @@ def family_heading(digit: str) -> str:
 
 def page() -> str:
     """The whole of docs/rules.md."""
-    load_checks()
     by_family: dict[str, list[list[str]]] = {}
     for code in sorted(RULES):
         rule = RULES[code]

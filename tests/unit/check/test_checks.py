@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 
 from flopkb.check import load_checks, run_checks
-from flopkb.check.base import CHECKS, RULES
+from flopkb.check.base import CHECKS
 from flopkb.check.formulas import MissingInput, NotApplicable, QuantityValues
 from flopkb.check.provenance import closest_span, has_size, number_tokens
 from flopkb.findings import Severity
 from flopkb.grammar.formula import FormulaError, parse_formula
 from flopkb.grammar.text import normalise
 from flopkb.kb import load_kb
+from flopkb.rules import RULES
 from flopkb.validate import validate
 from tests.cli.kbrepo import break_effect
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from flopkb.check import run_checks
-from flopkb.check.base import RULES
 from flopkb.kb import load_kb
+from flopkb.rules import RULES
 from tests.unit.graph.graph_fixture import GRAPH_KB
 
 

@@ -4,8 +4,10 @@ validates clean."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
+import yaml
 
 from flopkb.kb import KnowledgeBase, load_kb
 from flopkb.model import ClassRecord
@@ -13,92 +15,12 @@ from flopkb.paths import bundled_root
 from flopkb.validate import validate
 from flopkb.verify.machine import match_accelerator
 
-# claim label (A1-D4) -> the rows that carry it, with the basis each must have.
-CLAIMS: dict[str, list[tuple[str, str]]] = {
-    "A1": [("selective-ssm-scan/scan-misses-tensor-cores", "measured")],
-    "A2": [("mamba2-ssd/ssd-vs-fused-scan", "cited")],
-    "A3": [
-        ("mamba2-ssd/ssd-attention-crossover", "cited"),
-        ("mamba2-ssd/ssd-vs-attention-16k", "cited"),
-    ],
-    "A4": [("samba/mamba-trains-slower-than-mlp", "measured")],
-    "A5": [("gated-linear-attention/shared-decay-tensor-core-friendly", "measured")],
-    "A6": [
-        ("selective-ssm-scan/flops-predict-time-poorly", "measured"),
-        ("selective-ssm-scan/worst-at-long-prefill", "measured"),
-    ],
-    "A7": [
-        ("nemotron-h/faster-inference", "cited"),
-        ("nemotron-h/attention-layers-replaced", "derived"),
-    ],
-    "A8": [("samba/prompt-throughput", "cited"), ("samba/generation-speedup", "cited")],
-    "A9": [("jamba/kv-cache-reduction", "derived")],
-    "A10": [
-        ("mamba2-ssd/ssd-shared-decay-trade", "measured"),
-        ("lightning-attention/intra-block-exact-attention", "cited"),
-        ("kimi-linear/kda-specialises-dplr", "cited"),
-    ],
-    "A11": [
-        ("nemotron-h/hybrid-beats-pure-ssm", "derived"),
-        ("kimi-linear/hybrid-ratio", "derived"),
-    ],
-    "B1": [("mamba2-ssd/training-matmul-dominated", "cited")],
-    "B2": [("mamba2-ssd/head-dim-vram-pressure", "unverified")],
-    "B3": [("mamba2-ssd/quadratic-wins-short", "measured")],
-    "B4": [("mamba2-ssd/default-chunk-size", "measured")],
-    "B5": [("mamba2-ssd/kernel-vs-pytorch", "measured")],
-    "B6": [("mamba2-ssd/no-softmax", "measured")],
-    "B7": [("mamba2-ssd/training-compute-vs-transformer", "unverified")],
-    "C1": [("low-rank-gemm/dmf-flat-minima", "unverified")],
-    "C2": [("dense-gemm/gemm-ruggedness", "measured")],
-    "C3": [("low-rank-gemm/lowrank-efficient-consumer", "measured")],
-    "C4": [
-        ("int8-gemm/int8-native-beats-emulated", "derived"),
-        ("int8-gemm/int4-native-beats-emulated", "unverified"),
-    ],
-    "C5": [("dense-gemm/consumer-inference-efficiency", "unverified")],
-    "D1": [("gpu-reduction/determinism-levels", "cited")],
-    "D2": [("gpu-reduction/run-to-run-not-cross-hardware", "cited")],
-    "D3": [("gpu-reduction/gpu-to-gpu-overhead", "cited")],
-    "D4": [("gpu-reduction/run-to-run-insufficient-multinode", "unverified")],
-}
-# The figure each quoted claim must carry, in the magnitude grammar.
-MAGNITUDES = {
-    "mamba2-ssd/ssd-vs-fused-scan": "2-8x",
-    "mamba2-ssd/ssd-attention-crossover": "crossover at 2K",
-    "mamba2-ssd/ssd-vs-attention-16k": "6x at 16K",
-    "nemotron-h/faster-inference": "up to 3x",
-    "nemotron-h/attention-layers-replaced": "92%",
-    "samba/prompt-throughput": "3.73x",
-    "samba/generation-speedup": "3.64x",
-    "jamba/kv-cache-reduction": "8x",
-    "nemotron-h/hybrid-beats-pure-ssm": "8%",
-    "kimi-linear/hybrid-ratio": "3:1",
-    "mamba2-ssd/head-dim-vram-pressure": "P=128",
-    "mamba2-ssd/default-chunk-size": "Q=64",
-    "mamba2-ssd/training-compute-vs-transformer": "~20%",
-}
-# Experiments the verify helper implements, by the claim row that names them.
-EXPERIMENTS = {
-    "selective-ssm-scan/scan-misses-tensor-cores": "scan-vs-matmul-schedule",
-    "mamba2-ssd/ssd-vs-fused-scan": "ssd-vs-scan",
-    "mamba2-ssd/ssd-attention-crossover": "ssd-vs-attention",
-    "mamba2-ssd/ssd-vs-attention-16k": "ssd-vs-attention",
-    "samba/mamba-trains-slower-than-mlp": "scan-vs-mlp",
-    "gated-linear-attention/shared-decay-tensor-core-friendly": "decay-granularity",
-    "selective-ssm-scan/flops-predict-time-poorly": "roofline-efficiency",
-    "mamba2-ssd/training-matmul-dominated": "ssd-matmul-share",
-    "mamba2-ssd/quadratic-wins-short": "chunked-vs-quadratic",
-    "mamba2-ssd/default-chunk-size": "chunk-size-sweep",
-    "mamba2-ssd/kernel-vs-pytorch": "kernel-vs-pytorch",
-    "dense-gemm/gemm-ruggedness": "gemm-ruggedness",
-    "low-rank-gemm/lowrank-efficient-consumer": "lowrank-vs-dense",
-    "int8-gemm/int8-native-beats-emulated": "int8-native-vs-emulated",
-    "gpu-reduction/determinism-levels": "reduction-determinism",
-    "gpu-reduction/gpu-to-gpu-overhead": "determinism-overhead",
-    "gpu-reduction/gpu-to-gpu-overhead-figure": "determinism-overhead",
-    "gpu-reduction/run-to-run-not-cross-hardware": "reduction-partition-simulation",
-}
+# The starting material's claims: their rows and bases by label, quoted figures, experiments.
+EXPECTED = yaml.safe_load((Path(__file__).with_name("starting_claims.yaml")).read_text("utf-8"))
+CLAIMS: dict[str, dict[str, str]] = EXPECTED["labels"]
+MAGNITUDES: dict[str, str] = EXPECTED["magnitudes"]
+EXPERIMENTS: dict[str, str] = EXPECTED["experiments"]
+
 REQUIRED_QUANTITIES = [
     "bf16_tensor_flops",
     "fp16_tensor_flops",
@@ -148,7 +70,7 @@ def kb() -> KnowledgeBase:
 def test_every_claim_of_claims_md_is_present_with_its_basis(
     kb: KnowledgeBase, claim_id: str
 ) -> None:
-    for global_id, basis in CLAIMS[claim_id]:
+    for global_id, basis in CLAIMS[claim_id].items():
         found = kb.claim(global_id)
         assert found is not None, f"{claim_id}: {global_id} missing"
         _, row = found
