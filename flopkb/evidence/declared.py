@@ -365,8 +365,8 @@ def _files(folder: Path) -> tuple[list[Path], list[Finding]]:
     findings = []
     if len(names) > MAX_DECLARATIONS:
         findings.append(finding_of("FKB133", str(folder), 0, 0, None,
-                                f"{len(names)} experiment declarations; at most "
-                                f"{MAX_DECLARATIONS} are read", None))
+                                   f"{len(names)} experiment declarations; at most "
+                                   f"{MAX_DECLARATIONS} are read", None))
     return [folder / n for n in names[:MAX_DECLARATIONS]], findings
 
 
@@ -383,16 +383,16 @@ def load_folder(root: Path, *, bundled: bool) -> tuple[dict, list[Finding], dict
         except Exception as exc:
             # a bug some declaration trips is that declaration's finding, never the run's
             found, info = [finding_of("FKB199", display, 0, 0, path.stem,
-                                   f"internal error reading this experiment: "
-                                   f"{type(exc).__name__}: {str(exc)[:200]}",
-                                   "this is a bug in flopkb; please report it")], None
+                                      f"internal error reading this experiment: "
+                                      f"{type(exc).__name__}: {str(exc)[:200]}",
+                                      "this is a bug in flopkb; please report it")], None
         findings += found
         if info is None:
             continue
         if info.name in infos:
             findings.append(finding_of("FKB520", display, 1, 1, info.name,
-                                    f"experiment {info.name!r} is declared twice (also in "
-                                    f"{infos[info.name].file})", None))
+                                       f"experiment {info.name!r} is declared twice (also in "
+                                       f"{infos[info.name].file})", None))
             continue
         infos[info.name] = info
         files[info.name] = path
