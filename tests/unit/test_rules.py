@@ -13,7 +13,7 @@ from flopkb.check.plausibility import SPEC_SCALE
 from flopkb.findings import Severity
 from flopkb.rules import CATALOGUE, RULES, finding_of, read_catalogue
 
-SOURCE = Path(__file__).resolve().parents[3] / "flopkb"
+SOURCE = Path(__file__).resolve().parents[2] / "flopkb"
 CODE = re.compile(r"\"(FKB\d{3})\"")
 
 
