@@ -3,6 +3,7 @@ is in it, every code in it is reported somewhere, limits written in force."""
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -14,15 +15,17 @@ from flopkb.findings import Severity
 from flopkb.rules import CATALOGUE, RULES, finding_of, read_catalogue
 
 SOURCE = Path(__file__).resolve().parents[2] / "flopkb"
-CODE = re.compile(r"\"(FKB\d{3})\"")
+CODE = re.compile(r"FKB\d{3}")
 
 
 def _reported_codes() -> dict[str, list[str]]:
-    """Each rule code written as a literal in flopkb's Python source, with the files."""
+    """Each rule code that flopkb's Python source holds as a string of its own (not inside a
+    longer text, such as a template's example), with the files."""
     found: dict[str, list[str]] = {}
     for path in sorted(SOURCE.rglob("*.py")):
-        for code in CODE.findall(path.read_text(encoding="utf-8")):
-            found.setdefault(code, []).append(path.relative_to(SOURCE).as_posix())
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and CODE.fullmatch(str(node.value)):
+                found.setdefault(node.value, []).append(path.relative_to(SOURCE).as_posix())
     return found
 
 
