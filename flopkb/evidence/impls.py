@@ -26,7 +26,7 @@ MODES = ("bundled", "peer", "all")
 
 @dataclass(frozen=True)
 class ImplInfo:
-    """One implementation: what it is and where its version comes from."""
+    """One implementation: what it is and the distribution that provides it (None: flopkb)."""
 
     name: str
     title: str
@@ -85,16 +85,3 @@ def combinations(sides: tuple[Side, ...], mode: str) -> list[Combination]:
 def label(combo: Combination) -> str:
     """'ssd=bundled, scan=mamba_cuda' (stable order: the sides as declared)."""
     return ", ".join(f"{side}={impl}" for side, impl in combo.items())
-
-
-def version_of(name: str) -> str:
-    """The installed version of an implementation's distribution ('' for the bundled kernels)."""
-    info = IMPLS[name]
-    if info.distribution is None:
-        return ""
-    from importlib import metadata
-
-    try:
-        return metadata.version(info.distribution)
-    except metadata.PackageNotFoundError:
-        return "not installed"

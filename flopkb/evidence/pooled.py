@@ -228,16 +228,6 @@ def latest_verdicts(kb: Any) -> dict[str, dict[str, str]]:
     return out
 
 
-def sensitive_accelerators(kb: Any) -> dict[str, list[str]]:
-    """{claim: [accelerators]} where a pooled run's verdict changed with the implementation
-    (`implementation_sensitive`)."""
-    out: dict[str, list[str]] = {}
-    for (claim, acc), p in pooled(kb).items():
-        if p.implementation_sensitive:
-            out.setdefault(claim, []).append(acc)
-    return out
-
-
 def confirmed_on(kb: Any, claim: str, accelerators: list[str] | None = None
                  ) -> list[EvidenceRecord]:
     """The runs confirming `claim` on each accelerator whose pooled verdict is confirmed,
