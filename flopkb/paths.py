@@ -204,8 +204,3 @@ def _subfolders(folder: Path) -> list[Path]:
         ]
     except OSError:
         return []
-
-
-def resolve_kb_root(kb: Path | None = None, cwd: Path | None = None) -> Path:
-    """The KB root alone (see `find_kb`), for callers that need nothing else."""
-    return find_kb(kb, cwd).root
