@@ -10,10 +10,10 @@ and the tolerances in prose; change both together.
 - `decide`: confirmed when the measured interval lies inside the widened claimed interval;
   refuted when the two are disjoint; inconclusive when they overlap only in part (the noise, or the
   claim's edge, leaves it open).
-- Absolute claims (`740 TFLOP/s`, `1.7 ms`, `from 12 ms to 4 ms`) are judged by
-  `judge_absolute`: the measured interval, in a unit of the claim's dimension, is converted to
-  base units and decided against the claimed interval with the same tolerances (the half unit of
-  the last quoted digit scaled by the written unit; `from A to B` is judged at B, exactly).
+- Absolute claims (`740 TFLOP/s`, `1.7 ms`, `from 12 ms to 4 ms`) are judged in base units against
+  `absolute_interval`, the claimed interval with the same tolerances (the half unit of the last
+  quoted digit scaled by the written unit; `from A to B` is judged at B, exactly); `judge_absolute`
+  converts a measurement in any unit of the claim's dimension first.
 - Qualitative claims are read through a threshold (`decide_above`): "faster" means a time ratio
   above 1. Confirmed when the whole interval lies above threshold * (1 + QUALITATIVE_MARGIN);
   refuted when it lies wholly below the threshold; inconclusive in between.
@@ -160,16 +160,27 @@ def decide(measured: Interval, lo: float | None, hi: float | None) -> str:
     return INCONCLUSIVE
 
 
+def absolute_interval(magnitude: Magnitude) -> tuple[float | None, float | None]:
+    """The claimed interval of an absolute claim (kind "absolute" or "change") in base units,
+    widened by the tolerance: the half unit of the last quoted digit, scaled by the written unit
+    ("740" TFLOP/s: 0.5e12 FLOP/s); `from 12 ms to 4 ms` claims 4 ms, with that figure's rounding.
+    ValueError for a magnitude that is not absolute: a wrong link, never a verdict."""
+    if magnitude.kind not in {"absolute", "change"} or magnitude.unit is None:
+        raise ValueError(f"expected an absolute magnitude, got kind {magnitude.kind!r}")
+    figures = magnitude.figures[-1:] if magnitude.kind == "change" else magnitude.figures
+    scale = units.unit(magnitude.unit).to_base(1.0)
+    return claimed_interval(magnitude.low, magnitude.high, magnitude.bound, figures, scale)
+
+
 def judge_absolute(measured: Interval, measured_unit: str, magnitude: Magnitude) -> str:
     """An absolute claim (kind "absolute" or "change") against a measured interval in
-    `measured_unit`: both in base units, then `decide` on the widened claimed interval.
+    `measured_unit`: both in base units, then `decide` on `absolute_interval`.
 
     Raises `flopkb.grammar.units.UnitError` when the measured unit is unknown or of another
     dimension than the claim (a throughput in TB/s cannot judge "740 TFLOP/s"), and ValueError for a
     magnitude that is not absolute: a wrong link, never a verdict.
     """
-    if magnitude.kind not in {"absolute", "change"} or magnitude.unit is None:
-        raise ValueError(f"expected an absolute magnitude, got kind {magnitude.kind!r}")
+    lo, hi = absolute_interval(magnitude)
     unit = units.unit(measured_unit)
     if not units.compatible(unit.dimension, magnitude.dimension):
         raise units.UnitError(
@@ -181,10 +192,6 @@ def judge_absolute(measured: Interval, measured_unit: str, magnitude: Magnitude)
         return None if x is None else unit.to_base(x)
 
     in_base = Interval(base(measured.value), base(measured.low), base(measured.high))
-    # `from 12 ms to 4 ms` claims the figure it ends at; its rounding is that of the last figure
-    figures = magnitude.figures[-1:] if magnitude.kind == "change" else magnitude.figures
-    scale = units.unit(magnitude.unit).to_base(1.0)
-    lo, hi = claimed_interval(magnitude.low, magnitude.high, magnitude.bound, figures, scale)
     return decide(in_base, lo, hi)
 
 

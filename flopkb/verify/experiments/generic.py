@@ -267,24 +267,23 @@ def _pick(decl: Experiment, mag: Any) -> Produced | None:
 
 
 def _claimed(mag: Any) -> tuple[float | None, float | None]:
-    """The claimed interval widened by the tolerance, in the magnitude's own units; an absolute
-    figure's half-unit of rounding is taken in the unit it was quoted in ("740" TFLOP/s: 0.5)."""
+    """The claimed interval of a ratio, percent, proportion or value claim, widened by the
+    tolerance (an absolute claim's is `stats.absolute_interval`)."""
     if stats.best_case(mag):
         # `up to Rx`: the best case the claim says is reached (stats.claimed_ratio_interval)
         return stats.claimed_ratio_interval(mag)
     figures = tuple(getattr(mag, "figures", ()) or ())
-    low, high = mag.low, mag.high
-    scale = 1.0
+    if figures and not _plain_number(figures[0]):
+        figures = ()  # a figure this reading cannot place: no half-unit of rounding
+    return stats.claimed_interval(mag.low, mag.high, mag.bound, figures)
+
+
+def _plain_number(text: str) -> bool:
     try:
-        quoted = float(figures[0].replace(",", "")) if figures else 0.0
+        float(text.replace(",", ""))
     except ValueError:
-        # a figure this reading cannot place: no half-unit of rounding, only the tolerance
-        quoted, figures = 0.0, ()
-    if quoted and low:
-        scale = low / quoted
-    lo, hi = stats.claimed_interval(None if low is None else low / scale,
-                                    None if high is None else high / scale, mag.bound, figures)
-    return (None if lo is None else lo * scale, None if hi is None else hi * scale)
+        return False
+    return True
 
 
 def _check_equivalent(ctx: Context, label: str, prod: Produced,
@@ -367,13 +366,16 @@ def _judge_quantity(decl: Experiment, m: Measurement, mag: Any) -> Judgement:
         measured = Interval(*((None if x is None else (x - shift) * 100)
                               for x in (measured.value, measured.low, measured.high)))
         unit = "%"
-    elif dimension is not None or mag.kind == "absolute":
-        # compare in base units: the measured figure in the declared unit x its factor
+    if dimension is not None or mag.kind == "absolute":
+        # compare in base units: the measured figure in the declared unit x its factor, against
+        # the one rule for absolute claims (`from A to B` judged at B with B's rounding)
         factor = _base_factor(prod)
         measured = Interval(*((None if x is None else x * factor)
                               for x in (measured.value, measured.low, measured.high)))
         unit = links.BASE_UNIT.get(str(dimension), unit)
-    lo, hi = _claimed(mag)
+        lo, hi = stats.absolute_interval(mag)
+    else:
+        lo, hi = _claimed(mag)
     verdict = stats.decide(measured, lo, hi)
     return Judgement(measured, unit, what, verdict,
                      f"measured interval inside the claimed {mag.text!r} widened to "

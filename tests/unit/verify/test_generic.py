@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from flopkb.evidence import stats
 from flopkb.grammar.magnitude import MagnitudeError, parse_magnitude
 from flopkb.model import EvidenceRecord
 from flopkb.model.experiment import Experiment, Produced
@@ -137,6 +138,25 @@ def test_a_throughput_experiment_judges_740_tflops(toy_root: Path, achieved_tflo
     assert judgement.verdict == verdict, judgement
     assert judgement.measured.value == pytest.approx(achieved_tflops * 1e12)
     assert judgement.unit == "FLOP/s"
+
+
+@pytest.mark.parametrize("time_ms", [3.3, 4.0, 4.7, 2.8, 5.6])
+def test_a_time_change_is_judged_at_its_end_figure_as_stats_judges_it(
+    toy_root: Path, time_ms: float
+) -> None:
+    """`from 12 ms to 4 ms` claims 4 ms with the rounding of "4" (+-0.5 ms), then the tolerance:
+    [3.5 / 1.1, 4.5 * 1.1] ms, the one rule `stats.judge_absolute` applies. The hook-less
+    judge used to scale the half unit by the first figure (12), which narrowed the band to
+    [3.48, 4.58] ms, so 3.3 and 4.7 ms were not confirmed."""
+    decl = _ratio_decl().model_copy(update={
+        "produces": [Produced(quantity="time", side="slow")]})
+    exp = DeclaredExperiment(decl, toy_root)
+    ctx = _ctx(lambda side, state: time_ms if side == "slow" else 1.0)
+    mag = parse_magnitude("from 12 ms to 4 ms")
+    judgement = _verdict(exp, ctx, mag)
+    expected = stats.judge_absolute(judgement.measured, "s", mag)
+    assert judgement.verdict == expected == ("refuted" if time_ms in (2.8, 5.6) else "confirmed")
+    assert judgement.measured.value == pytest.approx(time_ms * 1e-3)
 
 
 @pytest.mark.parametrize(("crossing", "verdict"), [(2048, "confirmed"), (512, "refuted")])
