@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from flopkb import budget, suppression
-from flopkb.check import load_checks, run_checks
+from flopkb.check import run_checks
 from flopkb.check.base import CheckContext
 from flopkb.check.signatures import signature_findings
 from flopkb.feeds import fed_by, source_path
@@ -226,7 +226,6 @@ def validate(
     limits = limits or Limits()
     selection = selection or Selection()
     # a selection that names no rule is the caller's mistake: say so before any work
-    load_checks()
     selection.check_codes(RULES)
     given = [paths_or_root] if isinstance(paths_or_root, str | Path) else list(paths_or_root)
     sources = list(deleted_sources)

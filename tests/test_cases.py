@@ -16,7 +16,6 @@ import pytest
 import yaml
 
 from flopkb.budget import MAX_FINDINGS_PER_FILE
-from flopkb.check import load_checks
 from flopkb.findings import Finding, full_records
 from flopkb.load import DEFAULT_MAX_BYTES
 from flopkb.report import FORMATTERS
@@ -36,7 +35,6 @@ _OWN_REDERIVE_CODES = {"FKB510", "FKB511", "FKB512", "FKB513", "FKB514"}
 
 
 def own_codes() -> set[str]:
-    load_checks()
     codes = {c for c in RULES if c.startswith(_OWN_PREFIXES)} | _OWN_FORMULA_CODES
     codes |= _OWN_PLAUSIBILITY_CODES | _OWN_REDERIVE_CODES
     return codes - {"FKB199"}
